@@ -1,0 +1,423 @@
+"""The PAL intermediate representation: one canonical tree for every PAL program.
+
+Every node is a frozen, slotted, keyword-only dataclass. Source positions (`span`) are carried for
+diagnostics but never take part in equality, so two programs that say the same thing are equal
+wherever their text came from. Step details (the call, the yield and jump targets, the condition)
+are derived from the step text when the node is built: they can never disagree with the text.
+
+Serialisation lives in `pal_core.jsonform`, never on these classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+JsonValue = Any
+"""A JSON-compatible value: None, bool, int, float, str, list or dict with str keys."""
+
+
+class Opcode(StrEnum):
+    """The eight command codes of PAL (seed 000)."""
+
+    EXE = "EXE"
+    QUE = "QUE"
+    TNK = "TNK"
+    CND = "CND"
+    CHK = "CHK"
+    RET = "RET"
+    JMP = "JMP"
+    YLD = "YLD"
+
+
+OPCODES = frozenset(op.value for op in Opcode)
+
+
+class TriggerCode(StrEnum):
+    """The three trigger codes of PAL (seed 000)."""
+
+    BGN = "BGN"
+    CND = "CND"
+    EVT = "EVT"
+
+
+TRIGGER_CODES = frozenset(code.value for code in TriggerCode)
+
+
+class PlaybookKind(StrEnum):
+    """Where a playbook's behaviour comes from."""
+
+    MARKDOWN = "markdown"
+    """Numbered PAL steps (or a raw/react prompt) executed by the LLM under verification."""
+    PYTHON = "python"
+    """A Python function: from an agent's python block, or bound to `module:qualname` by metadata."""
+    REMOTE = "remote"
+    """A tool of a remote agent (for example an MCP server), listed when the program starts."""
+
+
+class ArgKind(StrEnum):
+    """How an argument of a call was written."""
+
+    VARIABLE = "variable"
+    """A `$name` reference."""
+    LITERAL = "literal"
+    """A Python literal whose value is JSON-compatible: string, number, bool, None, list, dict."""
+    EXPRESSION = "expression"
+    """Valid Python (after `$name` -> `name`) that is neither a variable nor a literal."""
+    TEXT = "text"
+    """Natural language, as in `Say(user, Greet the user)`."""
+
+
+class YieldKind(StrEnum):
+    """Where a YLD step hands control (seed 000 and the corpus)."""
+
+    USER = "user"
+    CALL = "call"
+    RETURN = "return"
+    EXIT = "exit"
+    MEETING = "meeting"
+    AGENT = "agent"
+    UNKNOWN = "unknown"
+    """Anything else; the validator reports it."""
+
+
+class ConditionKind(StrEnum):
+    """The form of a CND step."""
+
+    IF = "if"
+    ELSE_IF = "else_if"
+    OTHERWISE = "otherwise"
+    WHILE = "while"
+    FOR = "for"
+    WHEN = "when"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Span:
+    """A place in PAL source text, 1-based."""
+
+    line: int
+    """Line number, 1-based."""
+    column: int = 1
+    """Column of the first character, 1-based."""
+    length: int = 0
+    """Number of characters marked; 0 marks the rest of the line."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Variable:
+    """A `$name` with an optional declared type, as in `$x:int`."""
+
+    name: str
+    """The name without the `$`."""
+    type: str | None = None
+    """The declared type, such as `str`, `int`, `list`; None when undeclared."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Argument:
+    """One argument of a call in a step."""
+
+    text: str
+    """The argument exactly as written (without the `name=` prefix)."""
+    kind: ArgKind
+    """How the argument was written."""
+    name: str | None = None
+    """The keyword when written as `name=value` (a leading `$` is dropped); None for positional."""
+    value: JsonValue = None
+    """The literal value for LITERAL, the variable name (without `$`) for VARIABLE, else None."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """A call written in a step, such as `Say(user, ...)` or `$x:str = Agent.Func($a, key=$b)`."""
+
+    name: str
+    """The callee: `Say`, `magic_operator`, or `Agent.Playbook` for another agent's playbook."""
+    arguments: tuple[Argument, ...] = ()
+    """The arguments in order."""
+    result: Variable | None = None
+    """The variable the result is assigned to, if any."""
+    natural: bool = False
+    """True when the arguments are natural language, not Python (split at the first comma)."""
+
+    @property
+    def agent(self) -> str | None:
+        """The agent part of `Agent.Playbook`, or None for a local call."""
+        head, dot, _ = self.name.rpartition(".")
+        return head if dot else None
+
+    @property
+    def playbook(self) -> str:
+        """The playbook part of the callee name."""
+        return self.name.rpartition(".")[2]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Assignment:
+    """An assignment that is not a call, such as `$x:int = 10` or `$x = $x * 2`."""
+
+    target: Variable
+    """The assigned variable."""
+    expression: str
+    """The right-hand side as written."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class YieldTarget:
+    """Where a YLD step (or an inline `; YLD for ...`) hands control."""
+
+    kind: YieldKind
+    """The target class."""
+    name: str | None = None
+    """The agent name or id for AGENT, the meeting id for MEETING when given, the raw word for UNKNOWN."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Condition:
+    """The condition of a CND step."""
+
+    kind: ConditionKind
+    """if, else-if, otherwise, while, for, when, or other."""
+    expression: str
+    """The condition text after its keyword (empty for `Otherwise`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One numbered line of a playbook, with its nested steps."""
+
+    line: str
+    """The line number as written: `03`, `03.01`, `03.01.02`."""
+    opcode: str
+    """The command code; one of OPCODES in a valid program (the validator reports others)."""
+    text: str = ""
+    """Everything after `NN:OPC `, verbatim."""
+    children: tuple[Step, ...] = ()
+    """Nested steps (the body of a CND, for instance)."""
+    span: Span | None = field(default=None, compare=False, repr=False)
+    """Where the step was read from; never compared."""
+    call: Call | None = field(init=False, default=None)
+    """The call in the text, when the text is or starts with one (derived)."""
+    assignment: Assignment | None = field(init=False, default=None)
+    """The non-call assignment in the text, when there is one (derived)."""
+    yield_target: YieldTarget | None = field(init=False, default=None)
+    """For YLD, or an inline `; YLD for ...`: where control goes (derived)."""
+    jump_target: str | None = field(init=False, default=None)
+    """For JMP: the target line number (derived)."""
+    condition: Condition | None = field(init=False, default=None)
+    """For CND: the condition (derived)."""
+
+    def __post_init__(self) -> None:
+        from pal_core.step_text import analyze  # local: step_text imports this module
+
+        details = analyze(self.opcode, self.text)
+        for name, value in details.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def path(self) -> tuple[int, ...]:
+        """The line number as integers, e.g. (3, 1); empty if the number is malformed."""
+        try:
+            return tuple(int(part) for part in self.line.split("."))
+        except ValueError:
+            return ()
+
+    def walk(self) -> Iterator[Step]:
+        """This step and all nested steps, in program order."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Trigger:
+    """A playbook trigger such as `T1:BGN At the beginning`."""
+
+    id: str
+    """The trigger id, `T1`, `T2`, ..."""
+    code: str
+    """BGN, CND or EVT in a valid program."""
+    text: str = ""
+    """The trigger condition in words."""
+    span: Span | None = field(default=None, compare=False, repr=False)
+    """Where the trigger was read from; never compared."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Note:
+    """A playbook note such as `N1 Be polite and professional`."""
+
+    id: str
+    """The note id, `N1`, `N2`, ..."""
+    text: str = ""
+    """The note."""
+    span: Span | None = field(default=None, compare=False, repr=False)
+    """Where the note was read from; never compared."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Parameter:
+    """A playbook parameter such as `$num:int=10`."""
+
+    name: str
+    """The name without the `$`."""
+    type: str | None = None
+    """The declared type; None when untyped."""
+    default: str | None = None
+    """The default value as written (Python syntax); None when required."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteSpec:
+    """How to reach a remote agent (`metadata: remote: {...}`)."""
+
+    type: str
+    """The protocol, e.g. `mcp`."""
+    transport: str | None = None
+    """`stdio`, `http`, `sse`, `memory`, ..."""
+    url: str | None = None
+    """The server URL for network transports."""
+    command: str | None = None
+    """The executable for stdio."""
+    args: tuple[str, ...] = ()
+    """Arguments of the stdio command."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Environment variables for the stdio command."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """HTTP headers (authentication, for instance)."""
+    timeout: float | None = None
+    """Per-call timeout in seconds."""
+    extra: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Keys this version does not know, kept in order."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Metadata:
+    """A `metadata:` block (agent or playbook). Keys this version does not know go to `extra`."""
+
+    public: bool | None = None
+    """Whether other agents and MCP clients may call the playbook."""
+    meeting: bool | None = None
+    """Whether the playbook is a meeting."""
+    required_attendees: tuple[str, ...] = ()
+    """Agents that must join a meeting before it starts."""
+    optional_attendees: tuple[str, ...] = ()
+    """Agents invited to a meeting that may decline."""
+    startup_mode: str | None = None
+    """Agent start-up: `default` (instance at start) or `standby` (created on demand)."""
+    execution_mode: str | None = None
+    """Playbook execution: `playbook` (steps), `react` or `raw` (a prompt without steps)."""
+    python: str | None = None
+    """For a Python playbook bound by import path: `module:qualname`."""
+    remote: RemoteSpec | None = None
+    """For a remote agent: how to reach it."""
+    extra: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Keys this version does not know, kept in order."""
+
+    def is_empty(self) -> bool:
+        """True when the block carries nothing."""
+        return self == EMPTY_METADATA
+
+
+EMPTY_METADATA = Metadata()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Playbook:
+    """A playbook: markdown (steps or a prompt), Python, or remote."""
+
+    name: str
+    """The playbook name (CamelCase for markdown playbooks)."""
+    kind: PlaybookKind = PlaybookKind.MARKDOWN
+    """Where the behaviour comes from."""
+    parameters: tuple[Parameter, ...] = ()
+    """Parameters in order."""
+    returns: str | None = None
+    """The declared return type as written (`None`, `str`, ...); None when the header has no `->`."""
+    description: str = ""
+    """The text between the header (and metadata) and the first section; the prompt of a raw playbook."""
+    metadata: Metadata = EMPTY_METADATA
+    """The playbook's metadata block."""
+    triggers: tuple[Trigger, ...] = ()
+    """The `### Triggers` section."""
+    steps: tuple[Step, ...] = ()
+    """The `### Steps` section: top-level steps, each with its nested steps."""
+    notes: tuple[Note, ...] = ()
+    """The `### Notes` section."""
+    code_block: int | None = None
+    """For a Python playbook defined in code: the index of the agent's python block that defines it."""
+    comments: tuple[str, ...] = ()
+    """HTML comments (`<!-- ... -->`) written just before the playbook header."""
+    span: Span | None = field(default=None, compare=False, repr=False)
+    """Where the header was read from; never compared."""
+
+    @property
+    def public(self) -> bool:
+        """Whether the playbook is public."""
+        return bool(self.metadata.public)
+
+    def all_steps(self) -> Iterator[Step]:
+        """Every step, nested ones included, in program order."""
+        for step in self.steps:
+            yield from step.walk()
+
+    def step(self, line: str) -> Step | None:
+        """The step with this line number, or None."""
+        for candidate in self.all_steps():
+            if candidate.line == line:
+                return candidate
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Agent:
+    """An agent: a `# Name` section with its playbooks."""
+
+    name: str
+    """The agent class name (CamelCase)."""
+    description: str = ""
+    """The text under the header."""
+    metadata: Metadata = EMPTY_METADATA
+    """The agent's metadata block (startup mode, remote spec, custom keys)."""
+    python_blocks: tuple[str, ...] = ()
+    """The source of each ```python block, in order."""
+    playbooks: tuple[Playbook, ...] = ()
+    """Python playbooks from the code blocks first, then the `##` playbooks in text order."""
+    public_json: JsonValue = None
+    """The parsed ```public.json block, or None when absent."""
+    comments: tuple[str, ...] = ()
+    """HTML comments written just before the agent header."""
+    span: Span | None = field(default=None, compare=False, repr=False)
+    """Where the header was read from; never compared."""
+
+    def playbook(self, name: str) -> Playbook | None:
+        """The playbook with this name, or None."""
+        for candidate in self.playbooks:
+            if candidate.name == name:
+                return candidate
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Program:
+    """A whole PAL file: optional front matter and one or more agents."""
+
+    agents: tuple[Agent, ...] = ()
+    """The agents in text order."""
+    frontmatter: Mapping[str, JsonValue] = field(default_factory=dict)
+    """The `---` YAML block at the top of the file, if any."""
+    trailing_comments: tuple[str, ...] = ()
+    """HTML comments after the last agent's content."""
+    source: str | None = field(default=None, compare=False)
+    """The file the program was read from, for diagnostics; never compared."""
+
+    def agent(self, name: str) -> Agent | None:
+        """The agent with this name, or None."""
+        for candidate in self.agents:
+            if candidate.name == name:
+                return candidate
+        return None

@@ -1,0 +1,644 @@
+"""PAL text -> IR.
+
+Reads the seed layout (seeds 000/001) and every form the original compiler wrote (the corpus):
+bullet-prefixed steps, `metadata:` blocks closed by `---`, front matter, typed variables, ```python
+and ```public.json blocks, `<!-- -->` comments. Nesting follows the line numbers, not the indentation.
+
+No line is dropped: a line that cannot be placed is an error. Errors are collected for the whole
+file and raised together as one PalSyntaxError.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from enum import Enum, auto
+from pathlib import Path
+from typing import Any
+
+from pal_core import yamlish
+from pal_core.errors import Diagnostic, PalSyntaxError
+from pal_core.ir import (
+    EMPTY_METADATA,
+    Agent,
+    Metadata,
+    Note,
+    Parameter,
+    Playbook,
+    PlaybookKind,
+    Program,
+    Span,
+    Step,
+    Trigger,
+)
+from pal_core.metadata import metadata_from_yaml
+from pal_core.python_blocks import python_playbooks
+from pal_core.step_text import split_top_level
+
+# Stable codes of syntax errors (the validator's codes start at PAL100).
+UNPLACEABLE = "PAL001"
+BAD_HEADER = "PAL002"
+BAD_STEP = "PAL003"
+BAD_TRIGGER = "PAL004"
+BAD_NOTE = "PAL005"
+BAD_METADATA = "PAL006"
+UNTERMINATED = "PAL007"
+BAD_PYTHON = "PAL008"
+BAD_PUBLIC_JSON = "PAL009"
+UNKNOWN_SECTION = "PAL010"
+DUPLICATE = "PAL011"
+
+_STEP_RE = re.compile(
+    r"(?P<indent>[ \t]*)(?:[-*+][ \t]+)?(?P<line>\d+(?:\.\d+)*)[ \t]*:[ \t]*(?P<op>[A-Za-z]+)(?:[ \t]+(?P<text>.*?))?[ \t]*\Z"
+)
+_TRIGGER_RE = re.compile(
+    r"[ \t]*(?:[-*+][ \t]+)?(?P<id>T\d+)[ \t]*:[ \t]*(?P<code>[A-Za-z]+)(?:[ \t]+(?P<text>.*?))?[ \t]*\Z"
+)
+_NOTE_RE = re.compile(r"[ \t]*(?:[-*+][ \t]+)?(?P<id>N\d+)(?:[ \t]*[:.])?(?:[ \t]+(?P<text>.*?))?[ \t]*\Z")
+_PLAYBOOK_HEADER_RE = re.compile(
+    r"##[ \t]+(?P<name>[^(\n]*?)[ \t]*(?:\((?P<params>.*)\))?[ \t]*(?:->[ \t]*(?P<returns>.*?))?[ \t]*\Z"
+)
+_PARAM_RE = re.compile(
+    r"[ \t]*(?P<dollar>\$?)(?P<name>[A-Za-z_][A-Za-z0-9_]*)[ \t]*"
+    r"(?::[ \t]*(?P<type>[^=]+?))?[ \t]*(?:=[ \t]*(?P<default>.+?))?[ \t]*\Z",
+    re.DOTALL,
+)
+_SECTIONS = {"triggers": "triggers", "steps": "steps", "notes": "notes"}
+
+
+class _State(Enum):
+    TOP = auto()
+    AGENT_HEAD = auto()
+    AGENT_DESCRIPTION = auto()
+    PLAYBOOK_HEAD = auto()
+    PLAYBOOK_DESCRIPTION = auto()
+    TRIGGERS = auto()
+    STEPS = auto()
+    NOTES = auto()
+    AFTER_PLAYBOOK = auto()
+
+
+@dataclass
+class _FlatStep:
+    line: str
+    opcode: str
+    text: str
+    span: Span
+    children: list[_FlatStep] = field(default_factory=list)
+
+
+@dataclass
+class _PlaybookDraft:
+    name: str
+    parameters: tuple[Parameter, ...]
+    returns: str | None
+    span: Span
+    comments: tuple[str, ...]
+    metadata: Metadata = EMPTY_METADATA
+    description: list[str] = field(default_factory=list)
+    triggers: list[Trigger] = field(default_factory=list)
+    steps: list[_FlatStep] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    sections: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _AgentDraft:
+    name: str
+    span: Span
+    comments: tuple[str, ...]
+    metadata: Metadata = EMPTY_METADATA
+    description: list[str] = field(default_factory=list)
+    python_blocks: list[str] = field(default_factory=list)
+    python_playbooks: list[Playbook] = field(default_factory=list)
+    playbooks: list[_PlaybookDraft] = field(default_factory=list)
+    public_json: Any = None
+    has_public_json: bool = False
+
+
+def parse(text: str, *, file: str | None = None) -> Program:
+    """Read PAL text into a Program; raise PalSyntaxError listing every problem in the text."""
+    return _Parser(text, file).run()
+
+
+def parse_file(path: str | Path) -> Program:
+    """Read a .pal (or .pbasm) file."""
+    path = Path(path)
+    return parse(path.read_text(encoding="utf-8"), file=str(path))
+
+
+class _Parser:
+    def __init__(self, text: str, file: str | None) -> None:
+        self.file = file
+        self.lines = text.splitlines()
+        self.errors: list[Diagnostic] = []
+        self.state = _State.TOP
+        self.agents: list[_AgentDraft] = []
+        self.pending_comments: list[tuple[int, str]] = []
+        self.frontmatter: dict[str, Any] = {}
+        self.index = 0
+
+    # --- diagnostics -----------------------------------------------------------------------------
+
+    def error(self, code: str, message: str, line: int, column: int = 1, length: int = 0) -> None:
+        source = self.lines[line - 1] if 0 < line <= len(self.lines) else None
+        self.errors.append(
+            Diagnostic(
+                code=code,
+                message=message,
+                file=self.file,
+                line=line,
+                column=column,
+                length=length,
+                source_line=source,
+            )
+        )
+
+    # --- driver ----------------------------------------------------------------------------------
+
+    def run(self) -> Program:
+        if self.lines and self.lines[0].strip() == "---":
+            self.read_frontmatter()
+        while self.index < len(self.lines):
+            number = self.index + 1
+            line = self.lines[self.index]
+            self.index += 1
+            self.dispatch(number, line)
+        agents = [self.finish_agent(draft) for draft in self.agents]
+        if self.errors:
+            raise PalSyntaxError(self.errors)
+        return Program(
+            agents=tuple(agents),
+            frontmatter=self.frontmatter,
+            trailing_comments=tuple(text for _, text in self.pending_comments),
+            source=self.file,
+        )
+
+    def dispatch(self, number: int, line: str) -> None:
+        stripped = line.strip()
+        in_description = self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION)
+        if stripped.startswith("<!--"):
+            self.read_comment(number, line)
+            return
+        if stripped.startswith("```"):
+            self.read_fence(number, line, stripped[3:].strip())
+            return
+        if line.startswith("# "):
+            self.start_agent(number, line)
+            return
+        if line.startswith("## ") or line.strip() == "##":
+            self.start_playbook(number, line)
+            return
+        if line.startswith("### "):
+            self.start_section(number, line)
+            return
+        if not stripped:
+            if in_description:
+                self.description_lines().append("")
+            return
+        if self.pending_comments:
+            self.reject_pending_comments()
+        if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
+            if stripped == "metadata:":
+                self.read_metadata(number)
+                self.state = (
+                    _State.AGENT_DESCRIPTION
+                    if self.state is _State.AGENT_HEAD
+                    else _State.PLAYBOOK_DESCRIPTION
+                )
+                return
+            self.state = (
+                _State.AGENT_DESCRIPTION if self.state is _State.AGENT_HEAD else _State.PLAYBOOK_DESCRIPTION
+            )
+            in_description = True
+        if in_description:
+            self.description_lines().append(line.rstrip())
+        elif self.state is _State.STEPS:
+            self.read_step(number, line)
+        elif self.state is _State.TRIGGERS:
+            self.read_trigger(number, line)
+        elif self.state is _State.NOTES:
+            self.read_note(number, line)
+        elif self.state is _State.TOP:
+            self.error(UNPLACEABLE, "text before the first agent header; expected '# AgentName'", number)
+        else:
+            self.error(
+                UNPLACEABLE,
+                "text after a playbook's sections; expected '##', '###' or a fenced block",
+                number,
+                len(line) - len(line.lstrip()) + 1,
+            )
+
+    def description_lines(self) -> list[str]:
+        agent = self.agents[-1]
+        if self.state is _State.PLAYBOOK_DESCRIPTION:
+            return agent.playbooks[-1].description
+        return agent.description
+
+    def take_comments(self) -> tuple[str, ...]:
+        comments = tuple(text for _, text in self.pending_comments)
+        self.pending_comments.clear()
+        return comments
+
+    # --- blocks ----------------------------------------------------------------------------------
+
+    def read_frontmatter(self) -> None:
+        start = 1
+        self.index = 1
+        body: list[tuple[int, str]] = []
+        while self.index < len(self.lines):
+            line = self.lines[self.index]
+            self.index += 1
+            if line.strip() == "---":
+                self.frontmatter = self.load_yaml(body) or {}
+                return
+            body.append((self.index, line))
+        self.error(UNTERMINATED, "front matter opened with '---' is never closed", start)
+
+    def read_metadata(self, start: int) -> None:
+        body: list[tuple[int, str]] = []
+        while self.index < len(self.lines):
+            line = self.lines[self.index]
+            self.index += 1
+            if line.strip() == "---":
+                self.apply_metadata(self.load_yaml(body), body, start)
+                return
+            if line.startswith("#"):
+                self.index -= 1
+                break
+            body.append((self.index, line))
+        self.error(UNTERMINATED, "metadata block is not closed by a '---' line", start)
+
+    def load_yaml(self, body: list[tuple[int, str]]) -> dict[str, Any] | None:
+        try:
+            return yamlish.load(body)
+        except yamlish.YamlError as error:
+            self.error(BAD_METADATA, error.message, error.line, error.column)
+            return None
+
+    def apply_metadata(self, data: dict[str, Any] | None, body: list[tuple[int, str]], start: int) -> None:
+        if data is None:
+            return
+        metadata, problems = metadata_from_yaml(data)
+        for key, message in problems:
+            line, column = _key_position(body, key.split(".")[-1], start)
+            self.error(BAD_METADATA, f"metadata '{key}' {message}", line, column, len(key.split(".")[-1]))
+        agent = self.agents[-1]
+        if self.state is _State.PLAYBOOK_HEAD:
+            agent.playbooks[-1].metadata = metadata
+        else:
+            agent.metadata = metadata
+
+    def read_comment(self, number: int, line: str) -> None:
+        collected = [line.rstrip()]
+        tail = line[line.find("<!--") + 4 :]
+        while "-->" not in tail:
+            if self.index >= len(self.lines):
+                self.error(
+                    UNTERMINATED,
+                    "comment opened with '<!--' is never closed",
+                    number,
+                    line.find("<!--") + 1,
+                    4,
+                )
+                return
+            tail = self.lines[self.index]
+            collected.append(tail.rstrip())
+            self.index += 1
+        if tail[tail.find("-->") + 3 :].strip():
+            self.error(UNPLACEABLE, "text after '-->' on the same line", number + len(collected) - 1)
+            return
+        if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
+            self.state = (
+                _State.AGENT_DESCRIPTION if self.state is _State.AGENT_HEAD else _State.PLAYBOOK_DESCRIPTION
+            )
+        if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
+            # Comments inside descriptions are prompt text: keep them where they are.
+            self.description_lines().extend(collected)
+            return
+        self.pending_comments.append((number, "\n".join(collected).strip()))
+
+    def reject_pending_comments(self) -> None:
+        for number, _ in self.pending_comments:
+            self.error(
+                UNPLACEABLE,
+                "a comment can only stand before a '#' or '##' header or at the end of the file",
+                number,
+                1,
+                4,
+            )
+        self.pending_comments.clear()
+
+    def read_fence(self, number: int, line: str, language: str) -> None:
+        body: list[str] = []
+        start_index = self.index
+        while self.index < len(self.lines):
+            current = self.lines[self.index]
+            self.index += 1
+            if current.strip() == "```":
+                break
+            body.append(current)
+        else:
+            self.index = start_index
+            self.error(UNTERMINATED, "fenced block opened here is never closed with ```", number, 1, 3)
+            # Skip the rest: everything after an unterminated fence would be code anyway.
+            self.index = len(self.lines)
+            return
+        if language in ("python", "public.json"):
+            if self.pending_comments:
+                self.reject_pending_comments()
+            if not self.agents:
+                self.error(UNPLACEABLE, f"```{language} block before the first agent header", number, 1, 3)
+                return
+            if language == "python":
+                self.add_python_block(number, body)
+            else:
+                self.add_public_json(number, body)
+            if self.state in (_State.TRIGGERS, _State.STEPS, _State.NOTES, _State.PLAYBOOK_HEAD):
+                self.state = _State.AFTER_PLAYBOOK
+            elif self.state is _State.AGENT_HEAD:
+                self.state = _State.AGENT_DESCRIPTION
+            return
+        if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
+            self.state = (
+                _State.AGENT_DESCRIPTION if self.state is _State.AGENT_HEAD else _State.PLAYBOOK_DESCRIPTION
+            )
+        if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
+            # Other fenced blocks are part of a description (a prompt may show code).
+            self.description_lines().extend([line.rstrip(), *(text.rstrip() for text in body), "```"])
+            return
+        self.error(
+            UNPLACEABLE,
+            f"a ```{language or 'plain'} block can only be part of a description; agent-level blocks are "
+            "```python and ```public.json",
+            number,
+            1,
+            3 + len(language),
+        )
+
+    def add_python_block(self, number: int, body: list[str]) -> None:
+        agent = self.agents[-1]
+        code = "\n".join(body)
+        block_index = len(agent.python_blocks)
+        agent.python_blocks.append(code)
+        playbooks, problems = python_playbooks(code, block_index)
+        for problem in problems:
+            self.error(BAD_PYTHON, problem.message, number + problem.line, problem.column)
+        agent.python_playbooks.extend(playbooks)
+
+    def add_public_json(self, number: int, body: list[str]) -> None:
+        agent = self.agents[-1]
+        if agent.has_public_json:
+            self.error(DUPLICATE, f"agent {agent.name} already has a ```public.json block", number, 1, 14)
+            return
+        try:
+            agent.public_json = json.loads("\n".join(body)) if any(line.strip() for line in body) else None
+        except json.JSONDecodeError as error:
+            self.error(
+                BAD_PUBLIC_JSON,
+                f"public.json is not valid JSON: {error.msg}",
+                number + error.lineno,
+                error.colno,
+            )
+            return
+        agent.has_public_json = True
+
+    # --- headers ---------------------------------------------------------------------------------
+
+    def start_agent(self, number: int, line: str) -> None:
+        name = line[2:].strip()
+        if not name:
+            self.error(BAD_HEADER, "agent header without a name", number, 1, 1)
+        self.agents.append(
+            _AgentDraft(
+                name=name, span=Span(line=number, column=3, length=len(name)), comments=self.take_comments()
+            )
+        )
+        self.state = _State.AGENT_HEAD
+
+    def start_playbook(self, number: int, line: str) -> None:
+        comments = self.take_comments()
+        if not self.agents:
+            self.error(
+                UNPLACEABLE, "playbook header before the first agent header ('# AgentName')", number, 1, 2
+            )
+            self.agents.append(_AgentDraft(name="", span=Span(line=number), comments=()))
+        match = _PLAYBOOK_HEADER_RE.match(line.rstrip())
+        name = ""
+        parameters: tuple[Parameter, ...] = ()
+        returns: str | None = None
+        if match is None or not match.group("name"):
+            self.error(
+                BAD_HEADER, "playbook header must look like '## Name($param:type) -> ReturnType'", number, 1
+            )
+        else:
+            name = match.group("name")
+            returns = match.group("returns") or None
+            if match.group("returns") is not None and not returns:
+                self.error(
+                    BAD_HEADER,
+                    "'->' must be followed by a return type (or None)",
+                    number,
+                    match.end("returns"),
+                )
+            if match.group("params") is not None:
+                parameters = self.parse_parameters(match.group("params"), number, match.start("params") + 1)
+        self.agents[-1].playbooks.append(
+            _PlaybookDraft(
+                name=name,
+                parameters=parameters,
+                returns=returns,
+                span=Span(line=number, column=4, length=len(name)),
+                comments=comments,
+            )
+        )
+        self.state = _State.PLAYBOOK_HEAD
+
+    def parse_parameters(self, text: str, number: int, column: int) -> tuple[Parameter, ...]:
+        if not text.strip():
+            return ()
+        parameters: list[Parameter] = []
+        offset = 0
+        for piece in split_top_level(text, ","):
+            match = _PARAM_RE.match(piece)
+            if match is None:
+                self.error(
+                    BAD_HEADER,
+                    f"parameter {piece.strip()!r} must look like '$name', '$name:type' or '$name:type=default'",
+                    number,
+                    column + offset + (len(piece) - len(piece.lstrip())),
+                    len(piece.strip()),
+                )
+            else:
+                parameters.append(
+                    Parameter(
+                        name=match.group("name"),
+                        type=match.group("type").strip() if match.group("type") else None,
+                        default=match.group("default"),
+                    )
+                )
+            offset += len(piece) + 1
+        return tuple(parameters)
+
+    def start_section(self, number: int, line: str) -> None:
+        title = line[4:].strip()
+        key = _SECTIONS.get(title.lower())
+        if self.pending_comments:
+            self.reject_pending_comments()
+        if (
+            self.state in (_State.TOP, _State.AGENT_HEAD, _State.AGENT_DESCRIPTION)
+            or not self.agents[-1].playbooks
+        ):
+            self.error(
+                UNPLACEABLE, f"section '### {title}' outside a playbook", number, 1, len(line.rstrip())
+            )
+            return
+        if key is None:
+            self.error(
+                UNKNOWN_SECTION,
+                f"unknown section '### {title}'; a playbook has '### Triggers', '### Steps' and '### Notes'",
+                number,
+                5,
+                len(title),
+            )
+            self.state = _State.AFTER_PLAYBOOK
+            return
+        playbook = self.agents[-1].playbooks[-1]
+        if key in playbook.sections:
+            self.error(
+                DUPLICATE,
+                f"playbook {playbook.name} already has a '### {title}' section",
+                number,
+                5,
+                len(title),
+            )
+        playbook.sections.add(key)
+        self.state = {"triggers": _State.TRIGGERS, "steps": _State.STEPS, "notes": _State.NOTES}[key]
+
+    # --- section lines ---------------------------------------------------------------------------
+
+    def read_step(self, number: int, line: str) -> None:
+        match = _STEP_RE.match(line)
+        if match is None:
+            indent = len(line) - len(line.lstrip())
+            self.error(
+                BAD_STEP,
+                "step must look like '01:OPC text' (two-digit line numbers, dots for sub-steps)",
+                number,
+                indent + 1,
+            )
+            return
+        self.agents[-1].playbooks[-1].steps.append(
+            _FlatStep(
+                line=match.group("line"),
+                opcode=match.group("op"),
+                text=match.group("text") or "",
+                span=Span(line=number, column=match.start("line") + 1, length=len(match.group("line"))),
+            )
+        )
+
+    def read_trigger(self, number: int, line: str) -> None:
+        match = _TRIGGER_RE.match(line)
+        if match is None:
+            indent = len(line) - len(line.lstrip())
+            self.error(BAD_TRIGGER, "trigger must look like 'T1:BGN At the beginning'", number, indent + 1)
+            return
+        self.agents[-1].playbooks[-1].triggers.append(
+            Trigger(
+                id=match.group("id"),
+                code=match.group("code"),
+                text=match.group("text") or "",
+                span=Span(line=number, column=match.start("id") + 1, length=len(match.group("id"))),
+            )
+        )
+
+    def read_note(self, number: int, line: str) -> None:
+        match = _NOTE_RE.match(line)
+        if match is None:
+            indent = len(line) - len(line.lstrip())
+            self.error(BAD_NOTE, "note must look like 'N1 text'", number, indent + 1)
+            return
+        self.agents[-1].playbooks[-1].notes.append(
+            Note(
+                id=match.group("id"),
+                text=match.group("text") or "",
+                span=Span(line=number, column=match.start("id") + 1, length=len(match.group("id"))),
+            )
+        )
+
+    # --- building --------------------------------------------------------------------------------
+
+    def finish_agent(self, draft: _AgentDraft) -> Agent:
+        markdown = [self.finish_playbook(playbook) for playbook in draft.playbooks]
+        return Agent(
+            name=draft.name,
+            description=_join_description(draft.description),
+            metadata=draft.metadata,
+            python_blocks=tuple(draft.python_blocks),
+            playbooks=(*draft.python_playbooks, *markdown),
+            public_json=draft.public_json,
+            comments=draft.comments,
+            span=draft.span,
+        )
+
+    def finish_playbook(self, draft: _PlaybookDraft) -> Playbook:
+        kind = PlaybookKind.PYTHON if draft.metadata.python else PlaybookKind.MARKDOWN
+        return Playbook(
+            name=draft.name,
+            kind=kind,
+            parameters=draft.parameters,
+            returns=draft.returns,
+            description=_join_description(draft.description),
+            metadata=draft.metadata,
+            triggers=tuple(draft.triggers),
+            steps=_nest(draft.steps),
+            notes=tuple(draft.notes),
+            comments=draft.comments,
+            span=draft.span,
+        )
+
+
+def _join_description(lines: list[str]) -> str:
+    start = 0
+    end = len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[start:end])
+
+
+def _nest(flat: list[_FlatStep]) -> tuple[Step, ...]:
+    """Build the step tree from line numbers: a step's parent is the open step numbered its prefix."""
+    roots: list[_FlatStep] = []
+    stack: list[tuple[list[str], _FlatStep]] = []
+    for step in flat:
+        parts = step.line.split(".")
+        parent_parts = parts[:-1]
+        while stack and stack[-1][0] != parent_parts:
+            stack.pop()
+        if stack and parent_parts:
+            stack[-1][1].children.append(step)
+        else:
+            roots.append(step)
+        stack.append((parts, step))
+    return tuple(_freeze(step) for step in roots)
+
+
+def _freeze(step: _FlatStep) -> Step:
+    return Step(
+        line=step.line,
+        opcode=step.opcode,
+        text=step.text,
+        children=tuple(_freeze(child) for child in step.children),
+        span=step.span,
+    )
+
+
+def _key_position(body: list[tuple[int, str]], key: str, fallback: int) -> tuple[int, int]:
+    for number, text in body:
+        stripped = text.lstrip()
+        if stripped.startswith(f"{key}:") or stripped.startswith(f"- {key}:"):
+            return number, len(text) - len(stripped) + 1 + (2 if stripped.startswith("- ") else 0)
+    return fallback, 1

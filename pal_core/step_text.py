@@ -1,0 +1,301 @@
+"""Reading the details out of a step's text: the call, the assignment, yield and jump targets, the condition.
+
+Step text is half Python, half natural language (`Say(user, Tell user about Canada's $secret)`), so
+nothing here may assume balanced quotes. Every function is total: odd text gives fewer details, never
+an exception.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import re
+from typing import Any
+
+from pal_core.ir import (
+    ArgKind,
+    Argument,
+    Assignment,
+    Call,
+    Condition,
+    ConditionKind,
+    Variable,
+    YieldKind,
+    YieldTarget,
+)
+
+_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_VAR_RE = re.compile(rf"\$({_IDENT})(?::({_IDENT}(?:\[[^\]]*\])?))?")
+_VAR_ONLY_RE = re.compile(rf"\$({_IDENT})(?::({_IDENT}(?:\[[^\]]*\])?))?\Z")
+_ASSIGN_RE = re.compile(rf"\$({_IDENT})(?:\s*:\s*({_IDENT}(?:\[[^\]]*\])?))?\s*=(?!=)\s*")
+_CALLEE_RE = re.compile(rf"({_IDENT}(?:\.{_IDENT})*)\(")
+_KEYWORD_ARG_RE = re.compile(rf"\$?({_IDENT})\s*=(?!=)\s*")
+_JUMP_RE = re.compile(r"(?:to\s+)?(?:step\s+|line\s+)?(\d+(?:\.\d+)*)\b", re.IGNORECASE)
+_INLINE_YIELD_RE = re.compile(r"\bYLD\b\s*(.*)\Z", re.DOTALL)
+_TWO_WORDS_RE = re.compile(rf"({_IDENT})\s+({_IDENT})")
+_PY_WORDS = frozenset(keyword.kwlist) | {"match", "case", "type"}
+
+_STEPS_WITH_CALLS = frozenset({"EXE", "QUE", "TNK", "CHK"})
+
+_CONDITION_PREFIXES: tuple[tuple[str, ConditionKind], ...] = (
+    ("else if ", ConditionKind.ELSE_IF),
+    ("otherwise if ", ConditionKind.ELSE_IF),
+    ("otherwise, if ", ConditionKind.ELSE_IF),
+    ("elif ", ConditionKind.ELSE_IF),
+    ("if ", ConditionKind.IF),
+    ("while ", ConditionKind.WHILE),
+    ("for each ", ConditionKind.FOR),
+    ("for every ", ConditionKind.FOR),
+    ("for ", ConditionKind.FOR),
+    ("when ", ConditionKind.WHEN),
+    ("until ", ConditionKind.WHILE),
+)
+
+
+def analyze(opcode: str, text: str) -> dict[str, Any]:
+    """The derived fields of a step: only the ones that apply, keyed by Step field name."""
+    details: dict[str, Any] = {}
+    if opcode == "YLD":
+        details["yield_target"] = parse_yield_target(text)
+        return details
+    if opcode == "JMP":
+        match = _JUMP_RE.match(text.strip())
+        if match:
+            details["jump_target"] = match.group(1)
+        return details
+    if opcode == "CND":
+        details["condition"] = parse_condition(text)
+        return details
+    if opcode not in _STEPS_WITH_CALLS:
+        return details
+    segments = split_top_level(text, ";")
+    head = segments[0].strip()
+    call, assignment = parse_statement(head)
+    if call is not None:
+        details["call"] = call
+    elif assignment is not None:
+        details["assignment"] = assignment
+    for segment in segments[1:]:
+        inline = _INLINE_YIELD_RE.match(segment.strip())
+        if inline:
+            details["yield_target"] = parse_yield_target(inline.group(1))
+            break
+    return details
+
+
+def parse_yield_target(text: str) -> YieldTarget:
+    """`user`, `for user`, `for meeting 100`, `agent Host`, ... -> a YieldTarget."""
+    words = text.strip().split()
+    if words and words[0].lower() in ("for", "to"):
+        words = words[1:]
+    if not words:
+        return YieldTarget(kind=YieldKind.UNKNOWN, name="")
+    head = words[0].lower().rstrip(".,;")
+    rest = " ".join(words[1:]) or None
+    if head in ("user", "human"):
+        return YieldTarget(kind=YieldKind.USER)
+    if head in ("call", "return", "exit"):
+        return YieldTarget(kind=YieldKind(head))
+    if head == "meeting":
+        return YieldTarget(kind=YieldKind.MEETING, name=rest)
+    if head == "agent" and rest:
+        return YieldTarget(kind=YieldKind.AGENT, name=rest)
+    return YieldTarget(kind=YieldKind.UNKNOWN, name=text.strip())
+
+
+def parse_condition(text: str) -> Condition:
+    """`If $x > 1` -> Condition(IF, "$x > 1"); `Otherwise` -> Condition(OTHERWISE, "")."""
+    stripped = text.strip()
+    lowered = stripped.lower()
+    for prefix, kind in _CONDITION_PREFIXES:
+        if lowered.startswith(prefix):
+            return Condition(kind=kind, expression=stripped[len(prefix) :].strip())
+    if lowered.rstrip(":,. ") in ("otherwise", "else"):
+        return Condition(kind=ConditionKind.OTHERWISE, expression="")
+    if lowered.startswith(("otherwise", "else")):
+        word = stripped.split(None, 1)
+        return Condition(
+            kind=ConditionKind.OTHERWISE, expression=word[1].strip(" ,") if len(word) > 1 else ""
+        )
+    return Condition(kind=ConditionKind.OTHER, expression=stripped)
+
+
+def parse_statement(text: str) -> tuple[Call | None, Assignment | None]:
+    """Read `[$x[:type] = ]Callee(args)` or `$x[:type] = expression` from the start of a step."""
+    rest = text
+    target: Variable | None = None
+    assign = _ASSIGN_RE.match(rest)
+    if assign:
+        target = Variable(name=assign.group(1), type=assign.group(2))
+        rest = rest[assign.end() :]
+    # Inline calls are often wrapped in backticks by models and compilers alike.
+    inner = rest.strip()
+    if len(inner) > 2 and inner[0] == "`" and inner[-1] == "`":
+        inner = inner[1:-1].strip()
+    callee = _CALLEE_RE.match(inner)
+    if callee:
+        close = find_closing_paren(inner, callee.end() - 1)
+        if close is not None and not inner[close + 1 :].strip():
+            arguments, natural = parse_arguments(inner[callee.end() : close])
+            return Call(name=callee.group(1), arguments=arguments, result=target, natural=natural), None
+    if target is not None and rest.strip():
+        return None, Assignment(target=target, expression=rest.strip())
+    return None, None
+
+
+def parse_arguments(text: str) -> tuple[tuple[Argument, ...], bool]:
+    """Split an argument list; natural-language arguments become one TEXT argument after the first."""
+    if not text.strip():
+        return (), False
+    pieces = split_top_level(text, ",")
+    arguments = [classify_argument(piece) for piece in pieces]
+    if all(argument.kind is not ArgKind.TEXT for argument in arguments):
+        return tuple(arguments), False
+    # Natural language: keep the first argument (the Say target, usually) and the rest as one text.
+    if len(pieces) > 1:
+        first = classify_argument(pieces[0])
+        if first.kind is not ArgKind.TEXT:
+            message = text[len(pieces[0]) + 1 :].strip()
+            return (first, Argument(text=message, kind=ArgKind.TEXT)), True
+    return (Argument(text=text.strip(), kind=ArgKind.TEXT),), True
+
+
+def classify_argument(piece: str) -> Argument:
+    """One argument: `$x`, `name=$x`, a literal, a Python expression, or natural language."""
+    text = piece.strip()
+    name: str | None = None
+    keyword_match = _KEYWORD_ARG_RE.match(text)
+    if keyword_match:
+        name = keyword_match.group(1)
+        text = text[keyword_match.end() :].strip()
+    variable = _VAR_ONLY_RE.match(text)
+    if variable:
+        return Argument(text=text, kind=ArgKind.VARIABLE, name=name, value=variable.group(1))
+    literal, ok = literal_value(text)
+    if ok:
+        return Argument(text=text, kind=ArgKind.LITERAL, name=name, value=literal)
+    if is_python_expression(text):
+        return Argument(text=text, kind=ArgKind.EXPRESSION, name=name)
+    if name is not None:
+        # `key=some words` is not a keyword argument in Python; keep the whole piece as text.
+        return Argument(text=piece.strip(), kind=ArgKind.TEXT)
+    return Argument(text=text, kind=ArgKind.TEXT)
+
+
+def literal_value(text: str) -> tuple[Any, bool]:
+    """The JSON-compatible value of a Python literal, and whether `text` is one."""
+    if not text or text[0] not in "\"'-+0123456789.[{(TFNtfn":
+        return None, False
+    if text in ("true", "false", "null"):
+        return {"true": True, "false": False, "null": None}[text], True
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None, False
+    if not _json_compatible(value):
+        return None, False
+    return value, True
+
+
+def _json_compatible(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return value == value and value not in (float("inf"), float("-inf"))
+    if isinstance(value, list):
+        return all(_json_compatible(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _json_compatible(item) for key, item in value.items())
+    return False
+
+
+def is_python_expression(text: str) -> bool:
+    """Whether `text` (with `$name` read as `name`) is a Python expression."""
+    if not text:
+        return False
+    source = _VAR_RE.sub(lambda m: m.group(1), text)
+    for match in _TWO_WORDS_RE.finditer(source):
+        # Two plain words side by side are natural language unless one is a Python keyword.
+        if match.group(1) not in _PY_WORDS and match.group(2) not in _PY_WORDS:
+            return False
+    try:
+        ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def python_source(text: str) -> str:
+    """`text` with `$name` (and `$name:type`) replaced by `name`, for handing to `ast`."""
+    return _VAR_RE.sub(lambda m: m.group(1), text)
+
+
+def find_closing_paren(text: str, open_index: int) -> int | None:
+    """The index of the `)` matching `text[open_index]`, respecting quotes when they balance."""
+    for respect_quotes in (True, False):
+        close = _scan_close(text, open_index, respect_quotes)
+        if close is not None:
+            return close
+    return None
+
+
+def _scan_close(text: str, open_index: int, respect_quotes: bool) -> int | None:
+    depth = 0
+    quote = ""
+    index = open_index
+    length = len(text)
+    while index < length:
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 2
+                continue
+            if char == quote:
+                quote = ""
+        elif respect_quotes and char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return index if char == ")" else None
+        index += 1
+    return None
+
+
+def split_top_level(text: str, separator: str) -> list[str]:
+    """Split at `separator` outside brackets and (balanced) quotes; unbalanced quotes are ignored."""
+    parts = _split(text, separator, respect_quotes=True)
+    return parts if parts is not None else _split(text, separator, respect_quotes=False) or [text]
+
+
+def _split(text: str, separator: str, respect_quotes: bool) -> list[str] | None:
+    parts: list[str] = []
+    depth = 0
+    quote = ""
+    start = 0
+    index = 0
+    length = len(text)
+    while index < length:
+        char = text[index]
+        if quote:
+            if char == "\\":
+                index += 2
+                continue
+            if char == quote:
+                quote = ""
+        elif respect_quotes and char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == separator and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+        index += 1
+    if quote:
+        return None
+    parts.append(text[start:])
+    return parts
