@@ -93,9 +93,9 @@ class _AgentChecker:
                 agent.span,
             )
         for playbook in agent.playbooks:
-            span = playbook.span or agent.span
+            span = self.playbook_span(playbook)
             if playbook.name in self.playbooks:
-                first = self.playbooks[playbook.name].span
+                first = self.playbook_span(self.playbooks[playbook.name])
                 where = f" (line {first.line})" if first is not None else ""
                 self.report.add(
                     rules.DUPLICATE_PLAYBOOK,
@@ -105,7 +105,18 @@ class _AgentChecker:
             else:
                 self.playbooks[playbook.name] = playbook
         for playbook in agent.playbooks:
-            self.check_playbook(playbook, playbook.span or agent.span)
+            self.check_playbook(playbook, self.playbook_span(playbook))
+
+    def playbook_span(self, playbook: Playbook) -> Span | None:
+        """The playbook's header, its `def` line for a Python playbook, or else the agent's header."""
+        if playbook.span is not None:
+            return playbook.span
+        agent_span = self.agent.span
+        if playbook.code_block is not None and agent_span is not None:
+            found = self.report.python_function(playbook.name, agent_span.line)
+            if found is not None:
+                return found
+        return agent_span
 
     # --- one playbook ----------------------------------------------------------------------------
 
@@ -143,7 +154,7 @@ class _AgentChecker:
             self.report,
         )
         for trigger in playbook.triggers:
-            self.check_trigger(trigger, trigger.span or span)
+            self.check_trigger(trigger, trigger.span or self.decorator_span(playbook, trigger, span))
         _check_numbered(
             playbook.notes,
             "N",
@@ -156,6 +167,12 @@ class _AgentChecker:
         )
         for step in check_steps(playbook, self.report, span):
             self.check_call(step, span)
+
+    def decorator_span(self, playbook: Playbook, trigger: Trigger, span: Span | None) -> Span | None:
+        """For a Python playbook's trigger: where its decorator names it; else `span`."""
+        if playbook.code_block is None or span is None:
+            return span
+        return self.report.decorator_text(span.line, f"{trigger.id}:{trigger.code}") or span
 
     def check_parameters(self, playbook: Playbook, span: Span | None) -> None:
         seen: set[str] = set()
@@ -170,12 +187,14 @@ class _AgentChecker:
                 continue
             seen.add(parameter.name)
             if playbook.public and parameter.type is None:
+                written = f"${parameter.name}" if playbook.code_block is None else parameter.name
+                typed = f"${parameter.name}:str" if playbook.code_block is None else f"{parameter.name}: str"
                 self.report.add(
                     rules.UNTYPED_PUBLIC_PARAMETER,
-                    f"public playbook {playbook.name} has untyped parameter ${parameter.name}; callers and "
-                    f"MCP clients see its type, so declare one, such as ${parameter.name}:str",
+                    f"public playbook {playbook.name} has untyped parameter {written}; other agents and MCP "
+                    f"clients see parameter types, so declare one, as in {typed}",
                     span,
-                    token=f"${parameter.name}" if playbook.kind is PlaybookKind.MARKDOWN else None,
+                    token=written,
                 )
 
     def check_metadata(self, playbook: Playbook, span: Span | None) -> None:

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import re
+
 from pal_core.errors import Diagnostic
 from pal_core.ir import Span
 from pal_core.validate.rules import Rule
+
+_DEF_RE = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+_DECORATOR_LOOKBACK = 40
+"""How many lines above a `def` to search for a trigger written in its @playbook decorator."""
 
 
 class Reporter:
     """Collects the findings of one validation run and hands them out sorted."""
 
-    __slots__ = ("_file", "_findings", "_lines", "_source_text")
+    __slots__ = ("_defs", "_file", "_findings", "_lines", "_source_text")
 
     def __init__(self, file: str | None, source_text: str | None) -> None:
         self._file = file
         self._source_text = source_text
         self._lines: list[str] | None = None
         self._findings: list[Diagnostic] = []
+        self._defs: dict[str, list[Span]] | None = None
 
     def add(self, rule: Rule, message: str, span: Span | None, token: str | None = None) -> None:
         """Record a finding at `span`; with `token`, mark that text when it is found on the span's line
@@ -47,6 +54,46 @@ class Reporter:
         return sorted(
             self._findings, key=lambda item: (item.line, item.column, item.code, item.message, item.length)
         )
+
+    def python_function(self, name: str, after_line: int) -> Span | None:
+        """Where `def name` is written after `after_line` (an agent's header), when the source is known.
+
+        Python playbooks are read from code blocks and carry no span; this points at their `def` line.
+        """
+        if self._defs is None:
+            self._defs = self._index_defs()
+        for span in self._defs.get(name, ()):
+            if span.line > after_line:
+                return span
+        return None
+
+    def decorator_text(self, def_line: int, token: str) -> Span | None:
+        """Where `token` is written in the decorator lines just above the `def` on `def_line`."""
+        lines = self._split()
+        if lines is None:
+            return None
+        for number in range(def_line - 1, max(def_line - _DECORATOR_LOOKBACK, 0), -1):
+            text = lines[number - 1]
+            index = text.find(token)
+            if index >= 0:
+                return Span(line=number, column=index + 1, length=len(token))
+            if _DEF_RE.match(text):
+                break  # the previous function: the decorator is behind us
+        return None
+
+    def _index_defs(self) -> dict[str, list[Span]]:
+        # One pass over the text, done at most once, so locating any number of functions stays linear.
+        defs: dict[str, list[Span]] = {}
+        for number, text in enumerate(self._split() or (), start=1):
+            if "def" not in text:
+                continue
+            match = _DEF_RE.match(text)
+            if match is not None:
+                name = match.group(1)
+                defs.setdefault(name, []).append(
+                    Span(line=number, column=match.start(1) + 1, length=len(name))
+                )
+        return defs
 
     def _source_line(self, line: int) -> str | None:
         lines = self._split()

@@ -28,7 +28,7 @@ def check_steps(playbook: Playbook, report: Reporter, fallback: Span | None) -> 
     """
     checker = _StepChecker(playbook, report, fallback)
     checker.index(playbook.steps)
-    checker.block(playbook.steps, parent=None, parent_path=(), bound=None)
+    checker.block(playbook.steps, parent=None, parent_path=())
     return checker.calls
 
 
@@ -68,41 +68,37 @@ class _StepChecker:
     # --- pass 2 ----------------------------------------------------------------------------------
 
     def block(
-        self,
-        siblings: tuple[Step, ...],
-        *,
-        parent: Step | None,
-        parent_path: tuple[int, ...] | None,
-        bound: Step | None,
+        self, siblings: tuple[Step, ...], *, parent: Step | None, parent_path: tuple[int, ...] | None
     ) -> None:
         """Check one list of sibling steps and, recursively, their bodies.
 
-        `parent_path` is the number the siblings must start with (None when the parent's own number is
-        unreadable); `bound` is the first step written after this block, which no sibling may follow.
+        `parent_path` is the number the siblings must start with; None when the parent's own number is
+        unreadable, which leaves nothing to compare with.
         """
         expected = 1
         previous: Step | None = None
+        previous_misplaced = False
         leaving: Step | None = None
         unreachable_reported = False
-        count = len(siblings)
-        for index, step in enumerate(siblings):
+        for step in siblings:
             span = step.span or self.fallback
             path = step.path
             self.check_number(step, path, span)
             duplicate = self.first_by_line[step.line] is not step
             if duplicate:
                 self.report_duplicate(step, span)
+            misplaced = False
             if parent_path is not None and path:
-                expected = self.check_placement(step, path, parent, parent_path, expected, duplicate, span)
-            next_bound = siblings[index + 1] if index + 1 < count else bound
-            if bound is not None and parent is not None and _written_after(step, bound):
-                self.report.add(
-                    rules.OUT_OF_SEQUENCE,
-                    f"step {step.line} is written after step {bound.line}; move it up into the body of "
-                    f"step {parent.line}",
-                    span,
-                )
-                next_bound = None  # its own sub-steps came along with it: report the step once
+                depth = len(parent_path)
+                if len(path) == depth + 1 and path[:depth] == parent_path:
+                    if not duplicate:
+                        expected = self.check_sequence(step, path, parent_path, expected, span)
+                else:
+                    misplaced = True
+                    self.report_misplaced(step, parent, previous if previous_misplaced else None, span)
+                    if len(path) > depth and path[:depth] == parent_path and path[depth] == expected:
+                        # Its missing parent would have had this number: the next sibling is no gap.
+                        expected += 1
             self.check_kind(step, previous, span)
             if leaving is not None and step.line in self.jump_targets:
                 leaving = None
@@ -119,8 +115,9 @@ class _StepChecker:
                 leaving = step
                 unreachable_reported = False
             if step.children:
-                self.block(step.children, parent=step, parent_path=path or None, bound=next_bound)
+                self.block(step.children, parent=step, parent_path=path or None)
             previous = step
+            previous_misplaced = misplaced
 
     # --- numbering -------------------------------------------------------------------------------
 
@@ -149,53 +146,51 @@ class _StepChecker:
             span,
         )
 
-    def check_placement(
+    def check_sequence(
         self,
         step: Step,
         path: tuple[int, ...],
-        parent: Step | None,
         parent_path: tuple[int, ...],
         expected: int,
-        duplicate: bool,
         span: Span | None,
     ) -> int:
-        """Report a step that is not where its number says or breaks the sequence; return the next number."""
-        depth = len(parent_path)
-        if len(path) == depth + 1 and path[:depth] == parent_path:
-            if duplicate:
-                return expected
-            number = path[-1]
-            if number != expected:
-                wanted = format_number((*parent_path, expected))
-                self.report.add(
-                    rules.OUT_OF_SEQUENCE,
-                    f"step {step.line} is out of sequence: expected {wanted} here; number sibling steps "
-                    "01, 02, 03, ... without gaps or going back",
-                    span,
-                )
-            return number + 1
-        self.report_misplaced(step, parent, span)
-        if len(path) > depth and path[:depth] == parent_path and path[depth] == expected:
-            # The missing parent would have taken this number: do not report the next sibling as a gap.
-            return expected + 1
-        return expected
+        """Report a step whose number is not the next one of its block; return the number after it."""
+        number = path[-1]
+        if number != expected:
+            wanted = format_number((*parent_path, expected))
+            self.report.add(
+                rules.OUT_OF_SEQUENCE,
+                f"step {step.line} is out of sequence: expected {wanted} here; number sibling steps "
+                "01, 02, 03, ... without gaps or going back",
+                span,
+            )
+        return number + 1
 
-    def report_misplaced(self, step: Step, parent: Step | None, span: Span | None) -> None:
+    def report_misplaced(
+        self, step: Step, parent: Step | None, misplaced_before: Step | None, span: Span | None
+    ) -> None:
+        """A step whose number names a parent it is not nested in; `misplaced_before` is the misplaced
+        step just before it, when there is one (a numbering slip there cuts the following steps off)."""
         named_parent = step.line.rpartition(".")[0]
         if parent is not None and not step.line.startswith(parent.line + "."):
             message = (
                 f"step {step.line} is nested under step {parent.line} but its number does not start with "
                 f"{parent.line}.; renumber it or move it out of step {parent.line}"
             )
-        elif named_parent and named_parent not in self.first_by_line:
+        elif named_parent not in self.first_by_line:
             message = (
                 f"step {step.line} has no parent step {named_parent}; add step {named_parent} before it "
                 "or renumber it"
             )
+        elif misplaced_before is not None:
+            message = (
+                f"step {step.line} is cut off from its parent step {named_parent} by the misnumbered step "
+                f"{misplaced_before.line} before it; fix that step's number"
+            )
         else:
             message = (
-                f"step {step.line} is not inside step {named_parent}, which its number names; a misnumbered "
-                "step before it broke the nesting: fix that step's number"
+                f"step {step.line} is outside the body of step {named_parent}, where its number puts it; "
+                f"move it up to follow step {named_parent}'s other sub-steps, or renumber it"
             )
         self.report.add(rules.MISPLACED_STEP, message, span)
 
@@ -225,7 +220,10 @@ class _StepChecker:
             self.check_jump(step, span)
         target = step.yield_target
         if target is not None and target.kind is YieldKind.UNKNOWN:
-            written = target.name or ""
+            words = (target.name or "").split()
+            if words and words[0].lower() in ("for", "to"):
+                words = words[1:]
+            written = " ".join(words)
             what = f"YLD target {written!r} is not known" if written else "YLD names no target"
             self.report.add(
                 rules.UNKNOWN_YIELD_TARGET,
@@ -293,8 +291,3 @@ class _StepChecker:
         if candidate in self.first_by_line:
             return f"; did you mean {candidate}?"
         return "; jump to an existing step number"
-
-
-def _written_after(step: Step, bound: Step) -> bool:
-    """Whether `step` comes later in the text than `bound`, the step that closes its block."""
-    return step.span is not None and bound.span is not None and step.span.line > bound.span.line
