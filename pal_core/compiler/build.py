@@ -1,0 +1,307 @@
+"""The source tree -> the PAL IR: names, parameters, return types, triggers, notes, descriptions, steps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pal_core.compiler.markdown import MetadataSource, SourceAgent, SourceDocument, SourceItem, SourcePlaybook
+from pal_core.compiler.names import (
+    PlaybookHeader,
+    UnnamableTitle,
+    agent_description,
+    camel_case,
+    identifier_words,
+    playbook_description,
+    read_playbook_header,
+    words_of,
+)
+from pal_core.compiler.phrases import trigger_code
+from pal_core.compiler.python_code import number_python_triggers
+from pal_core.compiler.reporter import BAD_HEADER, BAD_METADATA, BAD_PYTHON, DUPLICATE, Reporter
+from pal_core.compiler.steps import (
+    AgentCallees,
+    Callee,
+    StepContext,
+    compile_steps,
+    declared_types,
+    returned_types,
+)
+from pal_core.ir import (
+    EMPTY_METADATA,
+    Agent,
+    Metadata,
+    Note,
+    Playbook,
+    PlaybookKind,
+    Program,
+    Span,
+    Trigger,
+)
+from pal_core.metadata import metadata_from_yaml
+from pal_core.python_blocks import python_playbooks
+
+
+@dataclass(slots=True, kw_only=True)
+class _PlaybookPlan:
+    """A markdown playbook whose header has been read, waiting for its steps to be compiled."""
+
+    source: SourcePlaybook
+    header: PlaybookHeader
+    metadata: Metadata
+    returns: str
+
+
+@dataclass(slots=True, kw_only=True)
+class _AgentPlan:
+    """An agent whose names are known, before its markdown playbooks are compiled."""
+
+    source: SourceAgent
+    name: str
+    metadata: Metadata
+    python_blocks: tuple[str, ...]
+    python_playbooks: tuple[Playbook, ...]
+    playbooks: list[_PlaybookPlan]
+
+
+def build_program(document: SourceDocument, reporter: Reporter, file: str | None) -> Program:
+    """The Program for a markdown source tree; problems go to `reporter` (the result is then partial)."""
+    plans: list[_AgentPlan] = []
+    seen_agents: dict[str, int] = {}
+    for source in document.agents:
+        if not source.line:
+            continue  # stand-in for playbooks written before any agent; already reported
+        plan = _plan_agent(source, reporter)
+        if plan is None:
+            continue
+        if plan.name in seen_agents:
+            reporter.error(
+                DUPLICATE,
+                f"agent {plan.name} is already defined (line {seen_agents[plan.name]})",
+                source.line,
+                3,
+                len(source.title),
+            )
+            continue
+        seen_agents[plan.name] = source.line
+        plans.append(plan)
+    directory = {
+        plan.name: AgentCallees(name=plan.name, words=_title_words(plan), playbooks=_callees(plan))
+        for plan in plans
+    }
+    agents = tuple(_build_agent(plan, directory, reporter) for plan in plans)
+    return Program(
+        agents=agents,
+        frontmatter=document.frontmatter,
+        trailing_comments=tuple(document.trailing_comments),
+        source=file,
+    )
+
+
+# --- planning (names first: a step may call a playbook defined further down) -------------------------
+
+
+def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan | None:
+    name: str | None = None
+    if not source.title.strip():
+        reporter.error(BAD_HEADER, "agent header without a name; write '# Agent name'", source.line, 1, 1)
+    else:
+        try:
+            name = camel_case(source.title)
+        except UnnamableTitle as error:
+            reporter.error(BAD_HEADER, f"cannot name the agent: {error}", source.line, 3, len(source.title))
+    metadata = _metadata(source.metadata, reporter)
+    codes: list[str] = []
+    python: list[Playbook] = []
+    for index, block in enumerate(source.python_blocks):
+        code = number_python_triggers(block.text)
+        codes.append(code)
+        found, problems = python_playbooks(code, index)
+        for problem in problems:
+            reporter.error(BAD_PYTHON, problem.message, block.line + problem.line, problem.column)
+        python.extend(found)
+    names: dict[str, int] = {}
+    for playbook in python:
+        names.setdefault(playbook.name, source.line)
+    plans: list[_PlaybookPlan] = []
+    for playbook_source in source.playbooks:
+        header = read_playbook_header(
+            playbook_source.title, playbook_source.line, playbook_source.column, reporter
+        )
+        playbook_metadata = _metadata(playbook_source.metadata, reporter)
+        if header is None:
+            continue
+        if header.name in names:
+            reporter.error(
+                DUPLICATE,
+                f"playbook {header.name} is already defined in this agent (line {names[header.name]})",
+                playbook_source.line,
+                playbook_source.column,
+                len(playbook_source.title),
+            )
+            continue
+        names[header.name] = playbook_source.line
+        plans.append(
+            _PlaybookPlan(
+                source=playbook_source,
+                header=header,
+                metadata=playbook_metadata,
+                returns=header.returns or _infer_returns(playbook_source, header),
+            )
+        )
+    if name is None:
+        return None
+    return _AgentPlan(
+        source=source,
+        name=name,
+        metadata=metadata,
+        python_blocks=tuple(codes),
+        python_playbooks=tuple(python),
+        playbooks=plans,
+    )
+
+
+def _infer_returns(source: SourcePlaybook, header: PlaybookHeader) -> str:
+    """`None` when no step returns a value; the one type all returned values have; `Any` otherwise."""
+    items = source.sections.get("steps", [])
+    declared: dict[str, str | None] = {parameter.name: parameter.type for parameter in header.parameters}
+    for variable, type_ in declared_types(items).items():
+        if declared.get(variable) is None:
+            declared[variable] = type_
+    types = returned_types(items, declared)
+    if not types:
+        return "None"
+    distinct = set(types)
+    if len(distinct) == 1 and None not in distinct:
+        return types[0] or "Any"
+    return "Any"
+
+
+def _metadata(source: MetadataSource | None, reporter: Reporter) -> Metadata:
+    if source is None:
+        return EMPTY_METADATA
+    metadata, problems = metadata_from_yaml(source.data)
+    for key, message in problems:
+        leaf = key.split(".")[-1]
+        line, column = _key_position(source, leaf)
+        reporter.error(BAD_METADATA, f"metadata '{key}' {message}", line, column, len(leaf))
+    return metadata
+
+
+def _key_position(source: MetadataSource, key: str) -> tuple[int, int]:
+    for number, text in source.lines:
+        stripped = text.lstrip()
+        for prefix in (f"{key}:", f"- {key}:"):
+            if stripped.startswith(prefix):
+                return number, len(text) - len(stripped) + 1 + (2 if prefix.startswith("- ") else 0)
+    return source.line, 1
+
+
+def _title_words(plan: _AgentPlan) -> tuple[str, ...]:
+    title = plan.source.title.strip()
+    return identifier_words(title) if title.isidentifier() else words_of(title)
+
+
+def _callees(plan: _AgentPlan) -> dict[str, Callee]:
+    callees: dict[str, Callee] = {}
+    for playbook in plan.python_playbooks:
+        returns = None if playbook.returns is None else playbook.returns != "None"
+        callees[playbook.name] = Callee(
+            name=playbook.name, words=identifier_words(playbook.name), returns_value=returns
+        )
+    for markdown in plan.playbooks:
+        callees[markdown.header.name] = Callee(
+            name=markdown.header.name, words=markdown.header.words, returns_value=markdown.returns != "None"
+        )
+    return callees
+
+
+# --- building -------------------------------------------------------------------------------------
+
+
+def _build_agent(plan: _AgentPlan, directory: dict[str, AgentCallees], reporter: Reporter) -> Agent:
+    others = {name: agent for name, agent in directory.items() if name != plan.name}
+    own = directory[plan.name].playbooks
+    markdown = tuple(_build_playbook(playbook, own, others, reporter) for playbook in plan.playbooks)
+    playbooks = (*plan.python_playbooks, *markdown)
+    description = _join_description(plan.source.description)
+    if not description:
+        description = agent_description(plan.source.title, [playbook.name for playbook in playbooks])
+    return Agent(
+        name=plan.name,
+        description=description,
+        metadata=plan.metadata,
+        python_blocks=plan.python_blocks,
+        playbooks=playbooks,
+        public_json=plan.source.public_json,
+        comments=plan.source.comments,
+        span=Span(line=plan.source.line, column=3, length=len(plan.source.title)),
+    )
+
+
+def _build_playbook(
+    plan: _PlaybookPlan,
+    callees: Mapping[str, Callee],
+    others: dict[str, AgentCallees],
+    reporter: Reporter,
+) -> Playbook:
+    source = plan.source
+    context = StepContext(
+        playbook=plan.header.name,
+        meeting=bool(plan.metadata.meeting),
+        playbooks=callees,
+        agents=others,
+    )
+    steps = compile_steps(source.sections.get("steps", []), context, reporter)
+    description = _join_description(source.description) or playbook_description(plan.header)
+    return Playbook(
+        name=plan.header.name,
+        kind=PlaybookKind.PYTHON if plan.metadata.python else PlaybookKind.MARKDOWN,
+        parameters=plan.header.parameters,
+        returns=plan.returns,
+        description=description,
+        metadata=plan.metadata,
+        triggers=tuple(
+            _trigger(item, position)
+            for position, item in enumerate(_flatten(source.sections.get("triggers", [])), 1)
+        ),
+        steps=steps,
+        notes=tuple(
+            Note(
+                id=f"N{position}",
+                text=item.text.strip(),
+                span=Span(line=item.line, column=item.column, length=len(item.text.strip())),
+            )
+            for position, item in enumerate(_flatten(source.sections.get("notes", [])), 1)
+        ),
+        comments=source.comments,
+        span=Span(line=source.line, column=source.column, length=len(source.title)),
+    )
+
+
+def _trigger(item: SourceItem, position: int) -> Trigger:
+    code, text = trigger_code(item.text)
+    return Trigger(
+        id=f"T{position}",
+        code=code,
+        text=text,
+        span=Span(line=item.line, column=item.column, length=len(item.text.strip())),
+    )
+
+
+def _flatten(items: list[SourceItem]) -> list[SourceItem]:
+    """Items in reading order, nested ones after their parent (each trigger or note stands alone)."""
+    flat: list[SourceItem] = []
+    for item in items:
+        flat.append(item)
+        flat.extend(_flatten(item.children))
+    return flat
+
+
+def _join_description(lines: list[str]) -> str:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[start:end])
