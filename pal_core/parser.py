@@ -76,7 +76,7 @@ class _State(Enum):
     TRIGGERS = auto()
     STEPS = auto()
     NOTES = auto()
-    AFTER_PLAYBOOK = auto()
+    AFTER_BLOCK = auto()
 
 
 @dataclass
@@ -131,13 +131,15 @@ def parse_file(path: str | Path) -> Program:
 class _Parser:
     def __init__(self, text: str, file: str | None) -> None:
         self.file = file
-        self.lines = text.splitlines()
+        # Only \n ends a line: str.splitlines() would also split at U+2028 and friends inside text.
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self.errors: list[Diagnostic] = []
         self.state = _State.TOP
         self.agents: list[_AgentDraft] = []
-        self.pending_comments: list[tuple[int, str]] = []
+        self.pending_comments: list[tuple[int, str, list[str]]] = []
         self.frontmatter: dict[str, Any] = {}
         self.index = 0
+        self.metadata_read = False
 
     # --- diagnostics -----------------------------------------------------------------------------
 
@@ -171,7 +173,7 @@ class _Parser:
         return Program(
             agents=tuple(agents),
             frontmatter=self.frontmatter,
-            trailing_comments=tuple(text for _, text in self.pending_comments),
+            trailing_comments=tuple(text for _, text, _ in self.pending_comments),
             source=self.file,
         )
 
@@ -194,19 +196,27 @@ class _Parser:
             self.start_section(number, line)
             return
         if not stripped:
-            if in_description:
+            if self.pending_comments:
+                self.pending_comments[-1][2].append("")
+            elif in_description:
                 self.description_lines().append("")
             return
         if self.pending_comments:
-            self.reject_pending_comments()
+            if (
+                self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD)
+                and stripped == "metadata:"
+                and not self.metadata_read
+            ):
+                self.error(UNPLACEABLE, "a comment cannot stand between a header and its metadata", number)
+            if self.flush_comments_into_description():
+                in_description = True
+            else:
+                self.reject_pending_comments()
         if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
-            if stripped == "metadata:":
+            if stripped == "metadata:" and not self.metadata_read:
+                # The state stays HEAD: a comment right after the block behaves as after a bare header.
                 self.read_metadata(number)
-                self.state = (
-                    _State.AGENT_DESCRIPTION
-                    if self.state is _State.AGENT_HEAD
-                    else _State.PLAYBOOK_DESCRIPTION
-                )
+                self.metadata_read = True
                 return
             self.state = (
                 _State.AGENT_DESCRIPTION if self.state is _State.AGENT_HEAD else _State.PLAYBOOK_DESCRIPTION
@@ -225,7 +235,8 @@ class _Parser:
         else:
             self.error(
                 UNPLACEABLE,
-                "text after a playbook's sections; expected '##', '###' or a fenced block",
+                "text here cannot be placed: descriptions come before blocks and sections; expected '##', '###' "
+                "or a fenced block",
                 number,
                 len(line) - len(line.lstrip()) + 1,
             )
@@ -237,7 +248,7 @@ class _Parser:
         return agent.description
 
     def take_comments(self) -> tuple[str, ...]:
-        comments = tuple(text for _, text in self.pending_comments)
+        comments = tuple(text for _, text, _ in self.pending_comments)
         self.pending_comments.clear()
         return comments
 
@@ -309,18 +320,26 @@ class _Parser:
         if tail[tail.find("-->") + 3 :].strip():
             self.error(UNPLACEABLE, "text after '-->' on the same line", number + len(collected) - 1)
             return
+        # A comment after a header or inside a description is description text if more text follows, and
+        # belongs to the next header (or the end of the file) otherwise; the next line decides.
+        self.pending_comments.append((number, "\n".join(collected).strip(), collected))
+
+    def flush_comments_into_description(self) -> bool:
+        """Move pending comments into the description being read, if one is; False otherwise."""
         if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
             self.state = (
                 _State.AGENT_DESCRIPTION if self.state is _State.AGENT_HEAD else _State.PLAYBOOK_DESCRIPTION
             )
-        if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
-            # Comments inside descriptions are prompt text: keep them where they are.
-            self.description_lines().extend(collected)
-            return
-        self.pending_comments.append((number, "\n".join(collected).strip()))
+        if self.state not in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
+            return False
+        lines = self.description_lines()
+        for _, _, raw_lines in self.pending_comments:
+            lines.extend(raw_lines)
+        self.pending_comments.clear()
+        return True
 
     def reject_pending_comments(self) -> None:
-        for number, _ in self.pending_comments:
+        for number, _, _ in self.pending_comments:
             self.error(
                 UNPLACEABLE,
                 "a comment can only stand before a '#' or '##' header or at the end of the file",
@@ -346,7 +365,7 @@ class _Parser:
             self.index = len(self.lines)
             return
         if language in ("python", "public.json"):
-            if self.pending_comments:
+            if self.pending_comments and not self.flush_comments_into_description():
                 self.reject_pending_comments()
             if not self.agents:
                 self.error(UNPLACEABLE, f"```{language} block before the first agent header", number, 1, 3)
@@ -355,11 +374,20 @@ class _Parser:
                 self.add_python_block(number, body)
             else:
                 self.add_public_json(number, body)
-            if self.state in (_State.TRIGGERS, _State.STEPS, _State.NOTES, _State.PLAYBOOK_HEAD):
-                self.state = _State.AFTER_PLAYBOOK
-            elif self.state is _State.AGENT_HEAD:
-                self.state = _State.AGENT_DESCRIPTION
+            if self.state in (
+                _State.TRIGGERS,
+                _State.STEPS,
+                _State.NOTES,
+                _State.PLAYBOOK_HEAD,
+                _State.PLAYBOOK_DESCRIPTION,
+            ):
+                # An agent-level block ends the playbook's text: code is never part of a prompt.
+                self.state = _State.AFTER_BLOCK
+            elif self.state in (_State.AGENT_HEAD, _State.AGENT_DESCRIPTION):
+                self.state = _State.AFTER_BLOCK
             return
+        if self.pending_comments and not self.flush_comments_into_description():
+            self.reject_pending_comments()
         if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
             self.state = (
                 _State.AGENT_DESCRIPTION if self.state is _State.AGENT_HEAD else _State.PLAYBOOK_DESCRIPTION
@@ -416,6 +444,7 @@ class _Parser:
             )
         )
         self.state = _State.AGENT_HEAD
+        self.metadata_read = False
 
     def start_playbook(self, number: int, line: str) -> None:
         comments = self.take_comments()
@@ -454,6 +483,7 @@ class _Parser:
             )
         )
         self.state = _State.PLAYBOOK_HEAD
+        self.metadata_read = False
 
     def parse_parameters(self, text: str, number: int, column: int) -> tuple[Parameter, ...]:
         if not text.strip():
@@ -502,7 +532,7 @@ class _Parser:
                 5,
                 len(title),
             )
-            self.state = _State.AFTER_PLAYBOOK
+            self.state = _State.AFTER_BLOCK
             return
         playbook = self.agents[-1].playbooks[-1]
         if key in playbook.sections:

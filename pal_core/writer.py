@@ -125,6 +125,8 @@ def trigger_line(trigger: Trigger) -> str:
 def note_line(note: Note) -> str:
     """`N1 Be polite`."""
     _check_single_line(note.text, f"note {note.id}")
+    if note.text[:1] in (":", "."):
+        return f"{note.id}: {note.text}"  # `N1 : x` would read as `N1:` then `x`
     return f"{note.id} {note.text}".rstrip()
 
 
@@ -164,13 +166,20 @@ def _check_description(text: str, what: str, after_metadata: bool) -> None:
     lines = text.split("\n")
     if not lines[0].strip() or not lines[-1].strip():
         raise PalWriteError(f"{what}: description must not start or end with a blank line")
-    if not after_metadata and lines[0].strip() == "metadata:":
+    first_text = _first_line_after_comments(lines)
+    if first_text is None:
+        raise PalWriteError(
+            f"{what}: a description made only of comments would read as a comment before a header"
+        )
+    if not after_metadata and first_text.strip() == "metadata:":
         raise PalWriteError(f"{what}: a description cannot start with 'metadata:'")
     in_fence = in_comment = False
+    last_is_comment = False
     for line in lines:
         stripped = line.strip()
         if line != line.rstrip() or "\r" in line:
             raise PalWriteError(f"{what}: description line {line!r} has trailing spaces")
+        last_is_comment = in_comment or stripped.startswith("<!--")
         if in_fence:
             in_fence = stripped != "```"
             continue
@@ -192,3 +201,23 @@ def _check_description(text: str, what: str, after_metadata: bool) -> None:
             raise PalWriteError(f"{what}: description line {line!r} would read as a header")
     if in_fence or in_comment:
         raise PalWriteError(f"{what}: description has an unclosed ``` block or comment")
+    if last_is_comment:
+        raise PalWriteError(
+            f"{what}: a description cannot end with a comment (it would read as the next header's)"
+        )
+
+
+def _first_line_after_comments(lines: list[str]) -> str | None:
+    in_comment = False
+    for line in lines:
+        if in_comment:
+            in_comment = "-->" not in line
+            continue
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("<!--"):
+            in_comment = "-->" not in stripped[4:]
+            continue
+        return line
+    return None

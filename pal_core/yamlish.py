@@ -134,7 +134,7 @@ class _Reader:
                         items.append(self.mapping(sub_indent))
                 else:
                     items.append(None)
-            elif item[0] not in "[{\"'" and _find_key_colon(item) is not None:
+            elif _starts_mapping(item, number, item_column):
                 # `- key: value` starts a mapping item whose other keys are indented under the first.
                 inner_indent = current + 2
                 self.lines[self.index - 1] = (number, " " * inner_indent + item)
@@ -177,6 +177,20 @@ def _split_key(body: str, number: int, indent: int) -> tuple[str, str, int]:
         raise YamlError("expected 'key: value'", number, indent + 1)
     key = body[:colon].strip()
     return key, body[colon + 1 :].strip(), colon + 1
+
+
+def _starts_mapping(item: str, number: int, column: int) -> bool:
+    """Whether a sequence item is `key: value` (a mapping) rather than a scalar."""
+    if item[0] in "[{":
+        return False
+    if item[0] in "\"'":
+        try:
+            _, end = _quoted(item, 0, number, column)
+        except YamlError:
+            return False
+        rest = item[end:].lstrip()
+        return rest.startswith(":") and (len(rest) == 1 or rest[1] == " ")
+    return _find_key_colon(item) is not None
 
 
 def _find_key_colon(text: str) -> int | None:

@@ -1,0 +1,57 @@
+"""The `pal` command line. Subcommands are wired here; their work lives in runtime.commands.*, imported
+only when that subcommand runs, so `pal --help` stays fast and never loads a framework."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+# (name, module in runtime.commands, help); each module has `add_arguments(parser)` and `run(args) -> int`.
+_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("validate", "pal_text", "check PAL files; prints file:line:col: CODE message"),
+    ("fmt", "pal_text", "rewrite PAL files in canonical layout (--check: report only)"),
+    ("compile", "pal_text", "compile Playbooks markdown (.pb) to PAL"),
+    ("json", "pal_text", "print a program's IR as JSON (or the JSON Schema)"),
+    ("graph", "pal_text", "print a Mermaid flowchart of a playbook"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="pal",
+        description="PAL (Playbooks Assembly Language) tools and verifying runtime.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module, help_text in _COMMANDS:
+        command = sub.add_parser(name, help=help_text, description=help_text)
+        command.set_defaults(_module=module, _name=name)
+        _register_arguments(name, module, command)
+    return parser
+
+
+def _register_arguments(name: str, module: str, parser: argparse.ArgumentParser) -> None:
+    # Argument definitions live beside each command; importing them is cheap (stdlib only).
+    arguments = importlib.import_module(f"runtime.commands.{module}").ARGUMENTS[name]
+    arguments(parser)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `pal` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module = importlib.import_module(f"runtime.commands.{args._module}")
+    handler: Callable[[argparse.Namespace], int] = module.HANDLERS[args._name]
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Implementations of the `pal` subcommands, one module per topic."""
