@@ -9,8 +9,8 @@ user can add one with `MessageType.define("system_notification")` without touchi
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -108,8 +108,8 @@ _MEETING_TYPES = frozenset(
 
 
 def new_message_id() -> str:
-    """A fresh random message id (32 hex digits)."""
-    return uuid.uuid4().hex
+    """A fresh random message id: 128 random bits as 32 hex digits (as unique as a UUID4, cheaper to make)."""
+    return os.urandom(16).hex()
 
 
 def utc_now() -> datetime:
@@ -145,6 +145,36 @@ class Message:
     """When the message was made; always timezone-aware."""
 
     def __post_init__(self) -> None:
+        # Every message passes here, so the common all-valid case is a handful of cheap type tests.
+        if not (
+            type(self.sender_id) is str
+            and self.sender_id
+            and type(self.sender_klass) is str
+            and type(self.content) is str
+            and type(self.id) is str
+            and self.id
+            and type(self.message_type) is MessageType
+            and (self.recipient_id is None or (type(self.recipient_id) is str and self.recipient_id))
+            and (self.recipient_klass is None or type(self.recipient_klass) is str)
+            and (self.meeting_id is None or (type(self.meeting_id) is str and self.meeting_id))
+            and (self.stream_id is None or (type(self.stream_id) is str and self.stream_id))
+        ):
+            self._explain_bad_field()
+        if self.meeting_id is None and self.message_type in _MEETING_TYPES:
+            raise InvalidMessage(f"a {self.message_type.value} message needs a meeting_id")
+        if type(self.target_agent_ids) is not tuple:
+            object.__setattr__(self, "target_agent_ids", _id_tuple(self.target_agent_ids))
+        elif self.target_agent_ids:
+            for agent_id in self.target_agent_ids:
+                _require_text("target_agent_ids item", agent_id)
+        created_at = self.created_at
+        if not isinstance(created_at, datetime) or (
+            created_at.tzinfo is not UTC and created_at.utcoffset() is None
+        ):
+            raise InvalidMessage(f"created_at must be a timezone-aware datetime, got {created_at!r}")
+
+    def _explain_bad_field(self) -> None:
+        """Raise `InvalidMessage` for the first bad field (the slow path of `__post_init__`)."""
         _require_text("sender_id", self.sender_id)
         _require_str("sender_klass", self.sender_klass)
         _require_str("content", self.content)
@@ -158,15 +188,7 @@ class Message:
                 f"message_type must be a MessageType, got {type(self.message_type).__name__} "
                 f"{self.message_type!r}; use MessageType({self.message_type!r}) to look a value up"
             )
-        if self.message_type in _MEETING_TYPES and self.meeting_id is None:
-            raise InvalidMessage(f"a {self.message_type.value} message needs a meeting_id")
-        if type(self.target_agent_ids) is not tuple:
-            object.__setattr__(self, "target_agent_ids", _id_tuple(self.target_agent_ids))
-        else:
-            for agent_id in self.target_agent_ids:
-                _require_text("target_agent_ids item", agent_id)
-        if not isinstance(self.created_at, datetime) or self.created_at.utcoffset() is None:
-            raise InvalidMessage(f"created_at must be a timezone-aware datetime, got {self.created_at!r}")
+        # str subclasses pass the checks above; accept them as they are.
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-compatible dict that `from_dict` turns back into an equal message."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from pal_core.messaging.errors import InvalidReceiverSpec
 
@@ -51,6 +52,12 @@ def parse_receiver_spec(spec: str) -> ReceiverSpec:
     """Read a receiver spec. Raises `InvalidReceiverSpec` saying what is wrong with it."""
     if not isinstance(spec, str):
         raise InvalidReceiverSpec(f"receiver spec must be a string, got {type(spec).__name__} {spec!r}")
+    return _parse(spec)
+
+
+@lru_cache(maxsize=4096)
+def _parse(spec: str) -> ReceiverSpec:
+    # Programs address the same few receivers over and over; the parsed spec is immutable, so cache it.
     words = spec.split()
     if not words:
         raise InvalidReceiverSpec(
