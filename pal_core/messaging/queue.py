@@ -24,10 +24,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import islice
+from itertools import compress, count, islice
 
 from pal_core.messaging.errors import QueueClosed
 from pal_core.messaging.message import Message
+
+_DELETE_IN_PLACE_LIMIT = 16
+"""Up to this many matches are deleted from the deque in place; more are removed by rebuilding it once."""
 
 MessagePredicate = Callable[[Message], bool]
 """A test a reader applies to queued messages; a message is taken only when it returns True."""
@@ -167,10 +170,7 @@ class AsyncMessageQueue:
         """The oldest queued message that matches `predicate` (any message if None), left in the queue."""
         if predicate is None:
             return self._messages[0] if self._messages else None
-        for message in self._messages:
-            if predicate(message):
-                return message
-        return None
+        return next(filter(predicate, self._messages), None)
 
     async def get_batch(
         self,
@@ -190,10 +190,22 @@ class AsyncMessageQueue:
         _check_counts(min_messages, max_messages)
         if timeout is not None and timeout < 0:
             raise ValueError(f"timeout must be None or >= 0 seconds, got {timeout!r}")
+        if max_messages is not None and max_messages < min_messages:
+            raise ValueError(f"max_messages ({max_messages}) must not be below min_messages ({min_messages})")
         self._total_gets += 1
-        if not self._closed and self._count(predicate, min_messages) < min_messages:
-            await self._wait(predicate, min_messages, timeout)
-        taken = self._take(predicate, max_messages)
+        if predicate is None:
+            if len(self._messages) < min_messages and not self._closed:
+                await self._wait(None, min_messages, timeout)
+            taken = self._take_oldest(max_messages)
+        else:
+            # One scan finds the matches; they are removed only if there are enough (or no point waiting).
+            taken, positions = self._scan(predicate, max_messages)
+            if len(taken) < min_messages and not self._closed:
+                await self._wait(predicate, min_messages, timeout)
+                taken, positions = self._scan(predicate, max_messages)
+            if taken:
+                self._remove(positions)
+                self._total_taken += len(taken)
         if not taken and self._closed:
             raise QueueClosed(self._name, "no matching message is left to take")
         return taken
@@ -257,56 +269,48 @@ class AsyncMessageQueue:
         """How many queued messages match, counting no further than `limit`."""
         if predicate is None:
             return min(len(self._messages), limit)
-        found = 0
         if limit <= 0:
             return 0
-        for message in self._messages:
-            if predicate(message):
-                found += 1
-                if found >= limit:
-                    break
-        return found
+        return sum(1 for _ in islice(filter(predicate, self._messages), limit))
 
-    def _take(self, predicate: MessagePredicate | None, limit: int | None) -> list[Message]:
-        """Remove and return up to `limit` matching messages, oldest first."""
+    def _take_oldest(self, limit: int | None) -> list[Message]:
+        """Remove and return up to `limit` of the oldest messages."""
         messages = self._messages
-        if not messages:
-            return []
-        if predicate is None:
-            if limit is None or limit >= len(messages):
-                taken = list(messages)
-                messages.clear()
-            else:
-                taken = [messages.popleft() for _ in range(limit)]
-            self._total_taken += len(taken)
-            return taken
-        taken = []
-        skipped: list[Message] = []
-        remaining = iter(messages)
-        for message in remaining:
-            if predicate(message):
-                taken.append(message)
-                if limit is not None and len(taken) >= limit:
-                    break
-            else:
-                skipped.append(message)
-        if taken:
-            if not skipped:
-                for _ in taken:
-                    messages.popleft()
-            else:
-                # The predicate ran on every message before any is removed, so a raising predicate loses none.
-                rebuilt = deque(skipped)
-                rebuilt.extend(remaining)
-                self._messages = rebuilt
-            self._total_taken += len(taken)
+        if limit is None or limit >= len(messages):
+            taken = list(messages)
+            messages.clear()
+        else:
+            taken = [messages.popleft() for _ in range(limit)]
+        self._total_taken += len(taken)
         return taken
+
+    def _scan(self, predicate: MessagePredicate, limit: int | None) -> tuple[list[Message], list[int]]:
+        """Up to `limit` matching messages, oldest first, and their positions; the queue is not changed, so a
+        raising predicate loses nothing."""
+        messages = self._messages
+        # The loop runs in C (map / compress / islice); only the predicate itself runs per message in Python.
+        hits = list(islice(compress(zip(count(), messages), map(predicate, messages)), limit))
+        return [message for _, message in hits], [position for position, _ in hits]
+
+    def _remove(self, positions: list[int]) -> None:
+        """Remove the messages at `positions` (ascending)."""
+        messages = self._messages
+        if positions[-1] == len(positions) - 1:
+            for _ in positions:
+                messages.popleft()
+        elif len(positions) <= _DELETE_IN_PLACE_LIMIT:
+            # deque deletion is a C-level shift, far cheaper than rebuilding for a few messages.
+            for position in reversed(positions):
+                del messages[position]
+        else:
+            dropped = set(positions)
+            self._messages = deque(m for position, m in enumerate(messages) if position not in dropped)
 
     def snapshot(self, predicate: MessagePredicate | None = None, limit: int | None = None) -> list[Message]:
         """The queued messages matching `predicate` (all if None), oldest first, left in the queue."""
         if predicate is None:
             return list(islice(self._messages, limit))
-        return list(islice((m for m in self._messages if predicate(m)), limit))
+        return list(islice(filter(predicate, self._messages), limit))
 
     # Lifecycle
 
