@@ -158,6 +158,11 @@ class _State(Enum):
     """After a misplaced or unknown section: its lines are skipped so one mistake gives one error."""
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines as the PAL parser counts them: only `\\n`, `\\r\\n` and `\\r` end a line (not U+2028)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def read_markdown(text: str, reporter: Reporter) -> SourceDocument:
     """The source tree of a markdown file; problems go to `reporter`."""
     return _Reader(text, reporter).run()
@@ -165,12 +170,14 @@ def read_markdown(text: str, reporter: Reporter) -> SourceDocument:
 
 class _Reader:
     def __init__(self, text: str, reporter: Reporter) -> None:
-        self.lines = text.splitlines()
+        self.lines = split_lines(text)
         self.reporter = reporter
         self.document = SourceDocument()
         self.state = _State.TOP
         self.index = 0
-        self.pending_comments: list[str] = []
+        # Comments not yet placed: (text, source lines followed by the blank lines after them). The next
+        # line decides: text keeps them in the description, a header takes them, the end of file too.
+        self.pending_comments: list[tuple[str, list[str]]] = []
         self.section: list[SourceItem] = []
         self.section_name = ""
         self.open_items: list[SourceItem] = []
@@ -186,7 +193,7 @@ class _Reader:
             line = self.lines[self.index]
             self.index += 1
             self.dispatch(number, line)
-        self.document.trailing_comments.extend(self.pending_comments)
+        self.document.trailing_comments.extend(text for text, _ in self.pending_comments)
         return self.document
 
     def dispatch(self, number: int, line: str) -> None:
@@ -214,16 +221,19 @@ class _Reader:
             self.read_minor_heading(number, line)
             return
         if not stripped:
-            if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
+            if self.pending_comments:
+                self.pending_comments[-1][1].append("")
+            elif self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
                 self.description().append("")
             self.blank_since_item = True
             return
-        # Comments between list items are notes to the author; PAL has no place for them there.
-        self.pending_comments.clear()
-        if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
-            if self.read_leading_metadata(number, line):
-                return
-            self.state = self.description_state()
+        metadata_allowed = (
+            self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD) or self.metadata_may_follow()
+        )
+        if metadata_allowed and self.read_leading_metadata(number, line):
+            return
+        self.settle_comments()
+        self.state = self.description_state()
         if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
             self.description().append(line.rstrip())
         elif self.state is _State.SECTION:
@@ -236,7 +246,7 @@ class _Reader:
 
     def read_minor_heading(self, number: int, line: str) -> None:
         """`####` and deeper: text of a description; nothing else can hold them."""
-        self.pending_comments.clear()
+        self.settle_comments()
         self.state = self.description_state()
         if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
             self.description().append(line.rstrip())
@@ -264,9 +274,23 @@ class _Reader:
         return agent.description
 
     def take_comments(self) -> tuple[str, ...]:
-        comments = tuple(self.pending_comments)
+        comments = tuple(text for text, _ in self.pending_comments)
         self.pending_comments.clear()
         return comments
+
+    def settle_comments(self) -> None:
+        """Text follows the pending comments: in a description they are part of it; elsewhere (between
+        list items, before metadata) they are notes to the author, which PAL has no place for."""
+        if self.pending_comments and self.state in (
+            _State.AGENT_HEAD,
+            _State.PLAYBOOK_HEAD,
+            _State.AGENT_DESCRIPTION,
+            _State.PLAYBOOK_DESCRIPTION,
+        ):
+            self.state = self.description_state()
+            for _, lines in self.pending_comments:
+                self.description().extend(lines)
+        self.pending_comments.clear()
 
     # --- headers -----------------------------------------------------------------------------------
 
@@ -383,8 +407,19 @@ class _Reader:
         self.reporter.error(UNTERMINATED, "front matter opened with '---' is never closed", 1, 1, 3)
         self.index = len(self.lines)
 
+    def metadata_may_follow(self) -> bool:
+        """In a description without metadata yet, at the start of a paragraph: a metadata paragraph
+        (`remote:` after an agent's description, as older .pb files write it) may start here."""
+        if self.state not in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
+            return False
+        agent = self.document.agents[-1]
+        owner = agent.playbooks[-1] if self.state is _State.PLAYBOOK_DESCRIPTION else agent
+        lines = self.description()
+        return owner.metadata is None and (not lines or not lines[-1].strip())
+
     def read_leading_metadata(self, number: int, line: str) -> bool:
-        """A `metadata:` block, or bare known `key: value` lines, right under a header."""
+        """A `metadata:` block, or bare known `key: value` lines, under a header or as a paragraph of
+        its description."""
         if line.rstrip() == "metadata:":
             body = self.metadata_block_body()
         else:
@@ -392,10 +427,11 @@ class _Reader:
             if match is None or match.group("key") not in BARE_METADATA_KEYS:
                 return False
             body = [(number, line), *self.bare_metadata_body()]
+        self.pending_comments.clear()
         data = self.load_yaml(body)
         source = MetadataSource(data=data or {}, lines=body, line=number)
         agent = self.document.agents[-1]
-        if self.state is _State.PLAYBOOK_HEAD:
+        if self.state in (_State.PLAYBOOK_HEAD, _State.PLAYBOOK_DESCRIPTION):
             agent.playbooks[-1].metadata = source
             self.state = _State.PLAYBOOK_DESCRIPTION
         else:
@@ -463,13 +499,7 @@ class _Reader:
                 UNPLACEABLE, "text after '-->' on the same line; put it on a line of its own", number
             )
             return
-        if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
-            self.state = self.description_state()
-        if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
-            # Comments inside a description are part of the prompt text: keep them where they are.
-            self.description().extend(collected)
-            return
-        self.pending_comments.append("\n".join(collected).strip())
+        self.pending_comments.append(("\n".join(collected).strip(), collected))
 
     def read_fence(self, number: int, language: str) -> None:
         body: list[str] = []
@@ -486,7 +516,8 @@ class _Reader:
             self.index = len(self.lines)  # everything after an open fence would be code anyway
             return
         if language in ("python", "public.json"):
-            self.pending_comments.clear()
+            # Pending comments stay pending: code is written apart from the text, so the text after the
+            # block decides where they go.
             if not self.document.agents or self.state is _State.TOP:
                 self.reporter.error(
                     UNPLACEABLE, f"```{language} block before the first agent header", number, 1, 3
@@ -502,8 +533,8 @@ class _Reader:
             elif self.state is _State.PLAYBOOK_HEAD:
                 self.state = _State.PLAYBOOK_DESCRIPTION
             return
-        if self.state in (_State.AGENT_HEAD, _State.PLAYBOOK_HEAD):
-            self.state = self.description_state()
+        self.settle_comments()
+        self.state = self.description_state()
         if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
             # Other fenced blocks are part of a description (a prompt may show an example).
             fence = "```" + language

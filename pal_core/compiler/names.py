@@ -169,7 +169,7 @@ def _read_parameters(text: str, line: int, column: int, reporter: Reporter) -> l
                 BAD_HEADER,
                 f"parameter {piece.strip()!r} must look like '$name', '$name:type' or '$name:type=default'",
                 line,
-                column + offset + (len(piece) - len(piece.lstrip())) + 1,
+                column + offset + (len(piece) - len(piece.lstrip())),
                 len(piece.strip()),
             )
             failed = True
@@ -186,13 +186,12 @@ def _read_parameters(text: str, line: int, column: int, reporter: Reporter) -> l
 
 
 def playbook_description(header: PlaybookHeader) -> str:
-    """A description for a playbook that has none: its title as a sentence."""
-    title = header.title
-    if title.isidentifier():
-        parts = [part for chunk in title.split("_") for part in _CAMEL_PARTS_RE.findall(chunk)]
-        # Keep acronyms (`PB`, `MCP`) as written; lower-case ordinary capitalised words after the first.
-        title = " ".join([parts[0], *(part.lower() if part[1:].islower() else part for part in parts[1:])])
-    return _sentence(title)
+    """A description for a playbook that has none: its title as a sentence when the title was written
+    in words (`Greet the user.`); empty for a title that is already an identifier, which would only
+    repeat the name."""
+    if " " not in header.title.strip():
+        return ""
+    return _sentence(VARIABLE_RE.sub(lambda match: f"${match.group(1)}", header.title))
 
 
 def agent_description(title: str, playbook_names: list[str]) -> str:

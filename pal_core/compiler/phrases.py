@@ -166,6 +166,19 @@ def is_exit(text: str) -> bool:
     return _EXIT_RE.match(text.strip()) is not None
 
 
+_TRAILING_EXIT_RE = re.compile(
+    r"(?P<action>.+?)(?:\s*,\s*|\s+)(?:and\s+then|and|then)\s+(?P<exit>(?:end|exit|quit|terminate|stop|close)"
+    r"(?:\s+the)?\s+(?:program|conversation|session|chat|app|application))[.!]?\Z",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def trailing_exit(text: str) -> str | None:
+    """`Apologize and end the conversation` -> `Apologize`; None without such a tail."""
+    match = _TRAILING_EXIT_RE.fullmatch(text.strip())
+    return match.group("action").rstrip(" ,") if match is not None else None
+
+
 def is_wait_for_user(text: str) -> bool:
     """`Wait for the user to answer`, ..."""
     return _WAIT_FOR_USER_RE.match(text.strip()) is not None
@@ -209,7 +222,7 @@ _WHOLE_JUMP_RES = (
 )
 _TRAILING_JUMP_RE = re.compile(
     r"(?P<action>.+?)(?:\s*,\s*|\s+)(?:and\s+then|and|then)\s+(?P<jump>(?:go|jump|loop)\s+back\b.*|start\s+over.*"
-    r"|try\s+again.*|(?:return|go|jump)\s+to\s+step\s+.*)\Z",
+    r"|(?:return|go|jump)\s+to\s+step\s+.*)\Z",
     re.IGNORECASE | re.DOTALL,
 )
 _TRY_AGAIN_RE = re.compile(r"\b(?:try\s+again|retry)\b", re.IGNORECASE)
@@ -292,7 +305,7 @@ COMMUNICATION_VERBS = frozenset(
         "acknowledge",
     }
     | {"present", "show", "display", "share", "nudge", "prompt", "engage", "invite", "encourage", "warn"}
-    | {"alert", "reveal", "let"}
+    | {"alert", "reveal", "let", "propose", "suggest", "recommend", "describe", "offer", "give"}
 )
 _ASK_WORDS = frozenset({"ask", "asks", "asking", "prompt", "prompts", "nudge", "nudges"})
 THINK_VERBS = frozenset({"think", "reflect", "reason", "ponder", "deliberate", "consider", "brainstorm"})
@@ -321,7 +334,12 @@ def leading_verb(text: str) -> str:
     return ""
 
 
+def is_question(text: str) -> bool:
+    """Whether the step is itself a question to put to someone: `What can I help you with?`."""
+    return text.rstrip().rstrip("\"'”)").endswith("?")
+
+
 def asks_for_reply(text: str) -> bool:
     """Whether a communication step expects an answer: it asks, ends with a question, or says try again."""
     words = set(re.findall(r"[a-z]+", text.lower()))
-    return bool(words & _ASK_WORDS) or text.rstrip().rstrip("\"'”)").endswith("?") or mentions_try_again(text)
+    return bool(words & _ASK_WORDS) or is_question(text) or mentions_try_again(text)

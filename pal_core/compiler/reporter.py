@@ -40,7 +40,8 @@ class Reporter:
 
     def __init__(self, text: str, file: str | None) -> None:
         self.file = file
-        self.lines = text.splitlines()
+        # Only \n (and \r\n, \r) end a line, as in the PAL parser.
+        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self.errors: list[Diagnostic] = []
 
     def error(self, code: str, message: str, line: int, column: int = 1, length: int = 0) -> None:

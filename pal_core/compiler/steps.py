@@ -100,6 +100,8 @@ class _StepCompiler:
         self.order: list[SourceItem] = []
         self.pending: list[_PendingJump] = []
         self.top: list[_Draft] = []
+        # The lists being compiled, outermost first, with the position reached in each.
+        self.reading: list[tuple[list[SourceItem], int]] = []
 
     def run(self, items: list[SourceItem]) -> tuple[Step, ...]:
         self.index_items(items, ())
@@ -124,8 +126,10 @@ class _StepCompiler:
 
     def compile_items(self, items: list[SourceItem], enclosing: tuple[_Draft, ...]) -> list[_Draft]:
         drafts: list[_Draft] = []
-        for item in items:
+        for position, item in enumerate(items):
+            self.reading.append((items, position))
             drafts.extend(self.compile_item(item, enclosing, drafts))
+            self.reading.pop()
         return drafts
 
     def compile_item(
@@ -149,11 +153,16 @@ class _StepCompiler:
                     BAD_STEP, "a jump cannot have nested steps; put them before it", item.line, item.column
                 )
             return [draft]
+        exit_after = phrases.trailing_exit(text) if tail is None else None
+        if exit_after is not None:
+            text = exit_after
         drafts = self.classify(text, span)
         main = drafts[0]
         self.primary[id(item)] = main
         main.children = self.compile_items(item.children, enclosing)
-        if tail is not None:
+        if exit_after is not None:
+            drafts.append(_Draft(opcode="YLD", text="exit", span=span))
+        elif tail is not None:
             follow = _Draft(opcode="JMP", span=span)
             self.place_jump(follow, tail[1], item, enclosing, siblings)
             drafts.append(follow)
@@ -232,7 +241,7 @@ class _StepCompiler:
             if callee.returns_value is not False:
                 drafts.append(_Draft(opcode="YLD", text="call", span=span))
             return drafts
-        if verb in phrases.COMMUNICATION_VERBS:
+        if verb in phrases.COMMUNICATION_VERBS or phrases.is_question(text):
             drafts = [_Draft(opcode="QUE", text=text, span=span)]
             if phrases.asks_for_reply(text):
                 drafts.append(_Draft(opcode="YLD", text=self.reply_target(text), span=span))
@@ -315,8 +324,8 @@ class _StepCompiler:
             draft.suffix = _CHECK_AGAIN
             return
         if phrase.kind == "previous":
-            earlier = [sibling for sibling in siblings if sibling.opcode != "YLD"]
-            if not earlier:
+            previous = self.previous_item()
+            if previous is None:
                 self.reporter.error(
                     BAD_JUMP,
                     "there is no previous step to go back to",
@@ -325,9 +334,16 @@ class _StepCompiler:
                     len(item.text),
                 )
                 return
-            draft.target = earlier[-1]
+            draft.target = self.primary.get(id(previous))
             return
         self.pending.append(_PendingJump(draft=draft, phrase=phrase, item=item))
+
+    def previous_item(self) -> SourceItem | None:
+        """The item before the one being compiled: its previous sibling, or its parent's, and so on out."""
+        for items, position in reversed(self.reading):
+            if position > 0:
+                return items[position - 1]
+        return None
 
     def resolve(self, pending: _PendingJump) -> None:
         phrase = pending.phrase
