@@ -212,9 +212,7 @@ class Step:
     """For CND: the condition (derived)."""
 
     def __post_init__(self) -> None:
-        from pal_core.step_text import analyze  # local: step_text imports this module
-
-        details = analyze(self.opcode, self.text)
+        details = _step_text.analyze(self.opcode, self.text)
         for name, value in details.items():
             object.__setattr__(self, name, value)
 
@@ -421,3 +419,7 @@ class Program:
             if candidate.name == name:
                 return candidate
         return None
+
+
+# At the bottom: step_text imports this module's classes; the attribute is looked up only when a Step is built.
+import pal_core.step_text as _step_text  # noqa: E402

@@ -33,6 +33,11 @@ _KEYWORD_ARG_RE = re.compile(rf"\$?({_IDENT})\s*=(?!=)\s*")
 _JUMP_RE = re.compile(r"(?:to\s+)?(?:step\s+|line\s+)?(\d+(?:\.\d+)*)\b", re.IGNORECASE)
 _INLINE_YIELD_RE = re.compile(r"\bYLD\b\s*(.*)\Z", re.DOTALL)
 _TWO_WORDS_RE = re.compile(rf"({_IDENT})\s+({_IDENT})")
+_STRING_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+_IDENT_ONLY_RE = re.compile(rf"{_IDENT}\Z")
+_LITERAL_WORDS = frozenset({"True", "False", "None", "true", "false", "null"})
+_SIMPLE_STRING_RE = re.compile(r'"[^"\\\n]*"\Z|\'[^\'\\\n]*\'\Z')
+_INT_RE = re.compile(r"-?[1-9][0-9]{0,15}\Z|0\Z")
 _PY_WORDS = frozenset(keyword.kwlist) | {"match", "case", "type"}
 
 _STEPS_WITH_CALLS = frozenset({"EXE", "QUE", "TNK", "CHK"})
@@ -171,6 +176,8 @@ def classify_argument(piece: str) -> Argument:
     variable = _VAR_ONLY_RE.match(text)
     if variable:
         return Argument(text=text, kind=ArgKind.VARIABLE, name=name, value=variable.group(1))
+    if _IDENT_ONLY_RE.match(text) and text not in _LITERAL_WORDS:
+        return Argument(text=text, kind=ArgKind.EXPRESSION, name=name)
     literal, ok = literal_value(text)
     if ok:
         return Argument(text=text, kind=ArgKind.LITERAL, name=name, value=literal)
@@ -186,6 +193,11 @@ def literal_value(text: str) -> tuple[Any, bool]:
     """The JSON-compatible value of a Python literal, and whether `text` is one."""
     if not text or text[0] not in "\"'-+0123456789.[{(TFNtfn":
         return None, False
+    # Fast paths for the common simple literals; ast.literal_eval handles everything else.
+    if _SIMPLE_STRING_RE.match(text):
+        return text[1:-1], True
+    if _INT_RE.match(text):
+        return int(text), True
     if text in ("true", "false", "null"):
         return {"true": True, "false": False, "null": None}[text], True
     try:
@@ -214,7 +226,7 @@ def is_python_expression(text: str) -> bool:
     if not text:
         return False
     source = _VAR_RE.sub(lambda m: m.group(1), text)
-    for match in _TWO_WORDS_RE.finditer(source):
+    for match in _TWO_WORDS_RE.finditer(_STRING_RE.sub('""', source)):
         # Two plain words side by side are natural language unless one is a Python keyword.
         if match.group(1) not in _PY_WORDS and match.group(2) not in _PY_WORDS:
             return False
@@ -230,6 +242,9 @@ def python_source(text: str) -> str:
     return _VAR_RE.sub(lambda m: m.group(1), text)
 
 
+_SPECIAL_RE = re.compile(r"[()\[\]{}\"'\\,;]")
+
+
 def find_closing_paren(text: str, open_index: int) -> int | None:
     """The index of the `)` matching `text[open_index]`, respecting quotes when they balance."""
     for respect_quotes in (True, False):
@@ -242,30 +257,33 @@ def find_closing_paren(text: str, open_index: int) -> int | None:
 def _scan_close(text: str, open_index: int, respect_quotes: bool) -> int | None:
     depth = 0
     quote = ""
-    index = open_index
-    length = len(text)
-    while index < length:
-        char = text[index]
+    skip_until = -1
+    for match in _SPECIAL_RE.finditer(text, open_index):
+        index = match.start()
+        if index < skip_until:
+            continue
+        char = match.group()
         if quote:
             if char == "\\":
-                index += 2
-                continue
-            if char == quote:
+                skip_until = index + 2
+            elif char == quote:
                 quote = ""
-        elif respect_quotes and char in "\"'":
-            quote = char
+        elif char in "\"'":
+            if respect_quotes:
+                quote = char
         elif char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
             if depth == 0:
                 return index if char == ")" else None
-        index += 1
     return None
 
 
 def split_top_level(text: str, separator: str) -> list[str]:
     """Split at `separator` outside brackets and (balanced) quotes; unbalanced quotes are ignored."""
+    if separator not in text:
+        return [text]
     parts = _split(text, separator, respect_quotes=True)
     return parts if parts is not None else _split(text, separator, respect_quotes=False) or [text]
 
@@ -275,18 +293,20 @@ def _split(text: str, separator: str, respect_quotes: bool) -> list[str] | None:
     depth = 0
     quote = ""
     start = 0
-    index = 0
-    length = len(text)
-    while index < length:
-        char = text[index]
+    skip_until = -1
+    for match in _SPECIAL_RE.finditer(text):
+        index = match.start()
+        if index < skip_until:
+            continue
+        char = match.group()
         if quote:
             if char == "\\":
-                index += 2
-                continue
-            if char == quote:
+                skip_until = index + 2
+            elif char == quote:
                 quote = ""
-        elif respect_quotes and char in "\"'":
-            quote = char
+        elif char in "\"'":
+            if respect_quotes:
+                quote = char
         elif char in "([{":
             depth += 1
         elif char in ")]}":
@@ -294,7 +314,6 @@ def _split(text: str, separator: str, respect_quotes: bool) -> list[str] | None:
         elif char == separator and depth == 0:
             parts.append(text[start:index])
             start = index + 1
-        index += 1
     if quote:
         return None
     parts.append(text[start:])

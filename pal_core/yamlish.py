@@ -171,12 +171,18 @@ def _split_key(body: str, number: int, indent: int) -> tuple[str, str, int]:
         if not rest.lstrip().startswith(":"):
             raise YamlError("expected ':' after the key", number, indent + end + 1)
         colon = end + rest.index(":")
-        return key, body[colon + 1 :].strip(), colon + 1
+        return key, body[colon + 1 :].strip(), _value_start(body, colon)
     colon = _find_key_colon(body)
     if colon is None:
         raise YamlError("expected 'key: value'", number, indent + 1)
     key = body[:colon].strip()
-    return key, body[colon + 1 :].strip(), colon + 1
+    return key, body[colon + 1 :].strip(), _value_start(body, colon)
+
+
+def _value_start(body: str, colon: int) -> int:
+    """The 0-based index of the value's first character after `key:`."""
+    rest = body[colon + 1 :]
+    return colon + 1 + len(rest) - len(rest.lstrip())
 
 
 def _starts_mapping(item: str, number: int, column: int) -> bool:
