@@ -43,7 +43,13 @@ from pal_core.messaging.meetings import (
 from pal_core.messaging.message import Message, MessageType
 from pal_core.messaging.participants import AgentParticipant, HumanParticipant, Participant
 from pal_core.messaging.queue import AsyncMessageQueue, MessagePredicate, QueueStatistics
-from pal_core.messaging.registry import ChannelCallback, ChannelRegistry, MeetingTarget, OutgoingStream
+from pal_core.messaging.registry import (
+    ChannelCallback,
+    ChannelRegistry,
+    MeetingTarget,
+    OutgoingStream,
+    ShutdownHook,
+)
 from pal_core.messaging.specs import ReceiverKind, ReceiverSpec, agent_spec, meeting_spec, parse_receiver_spec
 from pal_core.messaging.streams import (
     StreamChunkEvent,
@@ -101,6 +107,7 @@ __all__ = [
     "QueueStatistics",
     "ReceiverKind",
     "ReceiverSpec",
+    "ShutdownHook",
     "StreamChunkEvent",
     "StreamCompleteEvent",
     "StreamError",

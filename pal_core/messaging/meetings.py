@@ -201,6 +201,7 @@ class MeetingManager:
         self._registry = registry
         self._meetings: dict[str, Meeting] = {}
         self._next_id = 1
+        registry.add_shutdown_hook(self.shutdown)
 
     def meeting(self, meeting_id: str) -> Meeting:
         """The meeting with this id. Raises `MeetingError` if there is none."""
@@ -512,7 +513,9 @@ class MeetingManager:
         meeting._signal_change()
 
     async def shutdown(self) -> None:
-        """End every active meeting without messages (the program is stopping); waiters get `MeetingError`."""
+        """End every active meeting without messages (the program is stopping); waiters get `MeetingError`.
+
+        `ChannelRegistry.shutdown` calls this; calling it again is harmless."""
         for meeting in self._meetings.values():
             if not meeting.ended:
                 self._finish(meeting, "the program shut down")

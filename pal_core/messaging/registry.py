@@ -32,6 +32,9 @@ from pal_core.messaging.streams import StreamObserver
 ChannelCallback = Callable[[Channel], Awaitable[None]]
 """An async function called with each channel the registry creates."""
 
+ShutdownHook = Callable[[], Awaitable[None]]
+"""An async function the registry calls when it shuts down, before it closes channels and inboxes."""
+
 _PARTICIPANT_MEMBERS = ("id", "klass", "is_human", "deliver", "close")
 
 
@@ -66,6 +69,7 @@ class ChannelRegistry:
         self._callbacks: list[ChannelCallback] = []
         self._observers: list[StreamObserver] = []
         self._streams: dict[str, _StreamRoute] = {}
+        self._shutdown_hooks: list[ShutdownHook] = []
         self._shut_down = False
 
     # Participants
@@ -411,17 +415,30 @@ class ChannelRegistry:
         if self._shut_down:
             raise MessagingError("the channel registry has been shut down")
 
+    def add_shutdown_hook(self, hook: ShutdownHook) -> None:
+        """Call `hook()` (awaited) at the start of `shutdown`; the meeting manager ends its meetings this way."""
+        if not callable(hook):
+            raise TypeError(f"shutdown hook must be an async callable, got {hook!r}")
+        self._shutdown_hooks.append(hook)
+
     async def shutdown(self) -> None:
-        """Refuse further routing, close every channel and every participant (waking readers with
-        `QueueClosed`). Idempotent. Raises `HandlerError`-family `DeliveryError` if some closes raised."""
+        """Run the shutdown hooks (ending meetings), refuse further routing, then close every channel and every
+        participant, waking their readers with `QueueClosed`. Idempotent. If some hooks or closes raised, the
+        rest still ran, then `DeliveryError` lists them."""
         if self._shut_down:
             return
         self._shut_down = True
+        failures: list[Exception] = []
+        failed: list[str] = []
+        for hook in self._shutdown_hooks:
+            try:
+                await hook()
+            except Exception as error:
+                failures.append(error)
+                failed.append(repr(hook))
         for channel in self._channels.values():
             channel.close("the channel registry has been shut down")
         self._streams.clear()
-        failures: list[Exception] = []
-        failed: list[str] = []
         for participant in self._participants.values():
             try:
                 await participant.close()
@@ -429,7 +446,7 @@ class ChannelRegistry:
                 failures.append(error)
                 failed.append(participant.id)
         if failures:
-            raise DeliveryError("closing some participants raised at shutdown", failures, failed=failed)
+            raise DeliveryError("some shutdown hooks or participant closes raised", failures, failed=failed)
 
 
 class OutgoingStream:

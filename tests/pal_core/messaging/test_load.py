@@ -144,8 +144,7 @@ async def test_shutdown_ends_every_wait_and_leaves_no_task_running() -> None:
     tasks.append(asyncio.create_task(owner_waits()))
     await anyio.wait_all_tasks_blocked()
     with anyio.fail_after(5):
-        await world.meetings.shutdown()
-        await world.registry.shutdown()
+        await world.registry.shutdown()  # also ends the meetings, through the manager's shutdown hook
         await asyncio.gather(*tasks)
     assert sorted(outcomes) == ["1001 closed", "1002 closed", "1003 closed", "attendance wait ended"]
     assert other_tasks() - before == set()

@@ -11,13 +11,16 @@ from pal_core.messaging import (
     CallbackError,
     Channel,
     ChannelRegistry,
+    DeliveryError,
     DuplicateParticipant,
     HumanParticipant,
     InvalidParticipant,
     InvalidReceiverSpec,
     MeetingTarget,
+    Message,
     MessageType,
     MessagingError,
+    Participant,
     QueueClosed,
     ReceiverKind,
     StreamChunkEvent,
@@ -284,3 +287,58 @@ async def test_shutdown_closes_inboxes_and_refuses_routing() -> None:
     with pytest.raises(MessagingError, match="shut down"):
         await world.registry.route_message("1000", "agent 1001", "too late")
     await world.registry.shutdown()  # idempotent
+
+
+class RemoteParticipant:
+    """Seed 002 §9.3: a participant on the far side of a transport, here a list of serialised messages."""
+
+    def __init__(self, remote_id: str) -> None:
+        self.remote_id = remote_id
+        self.wire: list[dict[str, object]] = []
+        self.closed = False
+
+    @property
+    def id(self) -> str:
+        return self.remote_id
+
+    @property
+    def klass(self) -> str:
+        return "RemoteAgent"
+
+    @property
+    def is_human(self) -> bool:
+        return False
+
+    async def deliver(self, message: Message) -> None:
+        self.wire.append(message.to_dict())
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+async def test_custom_participants_and_custom_message_types_route_like_any_other() -> None:
+    world = make_world(["Local"])
+    remote = RemoteParticipant("remote-7")
+    assert isinstance(remote, Participant)
+    world.registry.register(remote)
+    status = MessageType.define("test_suite.status_update")
+    sent = await world.registry.route_message("1000", "RemoteAgent", "idle", message_type=status)
+    assert [Message.from_dict(data) for data in remote.wire] == [sent]
+    assert sent.message_type is status and sent.recipient_klass == "RemoteAgent"
+    await world.registry.shutdown()
+    assert remote.closed
+
+
+async def test_shutdown_reports_failing_hooks_and_closes_everything_else() -> None:
+    world = make_world(["A"])
+
+    async def broken_hook() -> None:
+        raise RuntimeError("hook failed")
+
+    world.registry.add_shutdown_hook(broken_hook)
+    with pytest.raises(DeliveryError, match="shutdown hooks or participant closes") as caught:
+        await world.registry.shutdown()
+    assert len(caught.value.exceptions) == 1
+    assert world.inbox("1000").closed
+    with pytest.raises(TypeError, match="async callable"):
+        world.registry.add_shutdown_hook("not callable")  # type: ignore[arg-type]
