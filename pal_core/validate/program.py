@@ -6,10 +6,10 @@ import keyword
 import re
 from collections.abc import Sequence
 
-from pal_core.ir import TRIGGER_CODES, Agent, Note, Playbook, PlaybookKind, Program, Span, Step, Trigger
+from pal_core.ir import TRIGGER_CODES, Agent, Note, Playbook, PlaybookKind, Program, Step, Trigger
 from pal_core.validate import rules
 from pal_core.validate.builtin_playbooks import is_builtin
-from pal_core.validate.report import Reporter
+from pal_core.validate.report import Location, PythonDecorator, PythonDef, Reporter
 from pal_core.validate.steps import check_steps
 
 EXECUTION_MODES = ("playbook", "react", "raw")
@@ -93,9 +93,9 @@ class _AgentChecker:
                 agent.span,
             )
         for playbook in agent.playbooks:
-            span = self.playbook_span(playbook)
+            span = self.playbook_location(playbook)
             if playbook.name in self.playbooks:
-                first = self.playbook_span(self.playbooks[playbook.name])
+                first = self.report.resolve(self.playbook_location(self.playbooks[playbook.name]))
                 where = f" (line {first.line})" if first is not None else ""
                 self.report.add(
                     rules.DUPLICATE_PLAYBOOK,
@@ -105,22 +105,19 @@ class _AgentChecker:
             else:
                 self.playbooks[playbook.name] = playbook
         for playbook in agent.playbooks:
-            self.check_playbook(playbook, self.playbook_span(playbook))
+            self.check_playbook(playbook, self.playbook_location(playbook))
 
-    def playbook_span(self, playbook: Playbook) -> Span | None:
+    def playbook_location(self, playbook: Playbook) -> Location:
         """The playbook's header, its `def` line for a Python playbook, or else the agent's header."""
         if playbook.span is not None:
             return playbook.span
-        agent_span = self.agent.span
-        if playbook.code_block is not None and agent_span is not None:
-            found = self.report.python_function(playbook.name, agent_span.line)
-            if found is not None:
-                return found
-        return agent_span
+        if playbook.code_block is not None:
+            return PythonDef(name=playbook.name, agent=self.agent.span)
+        return self.agent.span
 
     # --- one playbook ----------------------------------------------------------------------------
 
-    def check_playbook(self, playbook: Playbook, span: Span | None) -> None:
+    def check_playbook(self, playbook: Playbook, span: Location) -> None:
         name = playbook.name
         if not is_identifier(name):
             self.report.add(
@@ -154,7 +151,7 @@ class _AgentChecker:
             self.report,
         )
         for trigger in playbook.triggers:
-            self.check_trigger(trigger, trigger.span or self.decorator_span(playbook, trigger, span))
+            self.check_trigger(trigger, self.trigger_location(trigger, span))
         _check_numbered(
             playbook.notes,
             "N",
@@ -168,13 +165,16 @@ class _AgentChecker:
         for step in check_steps(playbook, self.report, span):
             self.check_call(step, span)
 
-    def decorator_span(self, playbook: Playbook, trigger: Trigger, span: Span | None) -> Span | None:
-        """For a Python playbook's trigger: where its decorator names it; else `span`."""
-        if playbook.code_block is None or span is None:
-            return span
-        return self.report.decorator_text(span.line, f"{trigger.id}:{trigger.code}") or span
+    @staticmethod
+    def trigger_location(trigger: Trigger, playbook: Location) -> Location:
+        """The trigger's line; for a Python playbook's trigger, where its decorator names it."""
+        if trigger.span is not None:
+            return trigger.span
+        if isinstance(playbook, PythonDef):
+            return PythonDecorator(function=playbook, text=f"{trigger.id}:{trigger.code}")
+        return playbook
 
-    def check_parameters(self, playbook: Playbook, span: Span | None) -> None:
+    def check_parameters(self, playbook: Playbook, span: Location) -> None:
         seen: set[str] = set()
         for parameter in playbook.parameters:
             if parameter.name in seen:
@@ -197,7 +197,7 @@ class _AgentChecker:
                     token=written,
                 )
 
-    def check_metadata(self, playbook: Playbook, span: Span | None) -> None:
+    def check_metadata(self, playbook: Playbook, span: Location) -> None:
         metadata = playbook.metadata
         mode = metadata.execution_mode
         if mode is not None and mode not in EXECUTION_MODES:
@@ -222,7 +222,7 @@ class _AgentChecker:
                     span,
                 )
 
-    def check_trigger(self, trigger: Trigger, span: Span | None) -> None:
+    def check_trigger(self, trigger: Trigger, span: Location) -> None:
         if trigger.code not in TRIGGER_CODES:
             upper = trigger.code.upper()
             hint = f"did you mean {upper!r}?" if upper in TRIGGER_CODES else "use BGN, CND or EVT"
@@ -242,7 +242,7 @@ class _AgentChecker:
 
     # --- calls -----------------------------------------------------------------------------------
 
-    def check_call(self, step: Step, fallback: Span | None) -> None:
+    def check_call(self, step: Step, fallback: Location) -> None:
         call = step.call
         if call is None:
             return
@@ -307,7 +307,7 @@ def _check_numbered(
     out_of_sequence: rules.Rule,
     duplicate: rules.Rule,
     playbook: str,
-    fallback: Span | None,
+    fallback: Location,
     report: Reporter,
 ) -> None:
     """Ids must read `T1, T2, ...` (or `N1, ...`): unique, in order, without gaps."""

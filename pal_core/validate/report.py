@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from pal_core.errors import Diagnostic
 from pal_core.ir import Span
@@ -11,6 +12,33 @@ from pal_core.validate.rules import Rule
 _DEF_RE = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
 _DECORATOR_LOOKBACK = 40
 """How many lines above a `def` to search for a trigger written in its @playbook decorator."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PythonDef:
+    """Where a Python playbook is: its `def` line, looked up in the source text only when reported.
+
+    Python playbooks are read from code blocks and carry no span of their own.
+    """
+
+    name: str
+    """The function name."""
+    agent: Span | None
+    """The agent's header: the `def` is searched after it, and this is the answer when it is not found."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PythonDecorator:
+    """Text in the `@playbook(...)` decorator of a Python playbook (a trigger), looked up when reported."""
+
+    function: PythonDef
+    """The decorated function."""
+    text: str
+    """What to find in the decorator lines, such as `T1:CND`."""
+
+
+Location = Span | PythonDef | PythonDecorator | None
+"""Where a finding is: a span, a Python playbook to be looked up, or unknown (line 0)."""
 
 
 class Reporter:
@@ -25,12 +53,13 @@ class Reporter:
         self._findings: list[Diagnostic] = []
         self._defs: dict[str, list[Span]] | None = None
 
-    def add(self, rule: Rule, message: str, span: Span | None, token: str | None = None) -> None:
-        """Record a finding at `span`; with `token`, mark that text when it is found on the span's line
-        after the span (so a JMP target is not confused with the step's own number).
+    def add(self, rule: Rule, message: str, where: Location, token: str | None = None) -> None:
+        """Record a finding at `where`; with `token`, mark that text when it is found on the line after
+        the span (so a JMP target is not confused with the step's own number).
 
-        A node without a span (built in code rather than read from text) is reported at line 0.
+        A node without a location (built in code rather than read from text) is reported at line 0.
         """
+        span = self.resolve(where)
         line, column, length = (span.line, span.column, span.length) if span is not None else (0, 1, 0)
         if token and span is not None:
             found = self._find(span.line, token, span.column + span.length)
@@ -55,29 +84,35 @@ class Reporter:
             self._findings, key=lambda item: (item.line, item.column, item.code, item.message, item.length)
         )
 
-    def python_function(self, name: str, after_line: int) -> Span | None:
-        """Where `def name` is written after `after_line` (an agent's header), when the source is known.
+    def resolve(self, where: Location) -> Span | None:
+        """The span of a location; Python playbooks are looked up in the source text when it is known."""
+        if where is None or isinstance(where, Span):
+            return where
+        if isinstance(where, PythonDef):
+            return self._python_def(where) or where.agent
+        function = self._python_def(where.function)
+        if function is None:
+            return where.function.agent
+        return self._decorator_text(function.line, where.text) or function
 
-        Python playbooks are read from code blocks and carry no span; this points at their `def` line.
-        """
+    def _python_def(self, function: PythonDef) -> Span | None:
+        if function.agent is None or self._split() is None:
+            return None
         if self._defs is None:
             self._defs = self._index_defs()
-        for span in self._defs.get(name, ()):
-            if span.line > after_line:
+        for span in self._defs.get(function.name, ()):
+            if span.line > function.agent.line:
                 return span
         return None
 
-    def decorator_text(self, def_line: int, token: str) -> Span | None:
-        """Where `token` is written in the decorator lines just above the `def` on `def_line`."""
-        lines = self._split()
-        if lines is None:
-            return None
+    def _decorator_text(self, def_line: int, text: str) -> Span | None:
+        lines = self._split() or []
         for number in range(def_line - 1, max(def_line - _DECORATOR_LOOKBACK, 0), -1):
-            text = lines[number - 1]
-            index = text.find(token)
+            line = lines[number - 1]
+            index = line.find(text)
             if index >= 0:
-                return Span(line=number, column=index + 1, length=len(token))
-            if _DEF_RE.match(text):
+                return Span(line=number, column=index + 1, length=len(text))
+            if _DEF_RE.match(line):
                 break  # the previous function: the decorator is behind us
         return None
 

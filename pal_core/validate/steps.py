@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from pal_core.ir import OPCODES, ConditionKind, Playbook, Span, Step, YieldKind
+from pal_core.ir import OPCODES, ConditionKind, Playbook, Step, YieldKind
 from pal_core.validate import rules
-from pal_core.validate.report import Reporter
+from pal_core.validate.report import Location, Reporter
 
 # Every level two digits or more, from 01: `03`, `03.01`, `100`; never `3`, `003` or `00`.
 _NUMBER_RE = re.compile(r"(?:0[1-9]|[1-9]\d+)(?:\.(?:0[1-9]|[1-9]\d+))*\Z")
@@ -21,7 +21,7 @@ _ALTERNATIVES = frozenset({ConditionKind.OTHERWISE, ConditionKind.ELSE_IF})
 _LEAVES_BLOCK = frozenset({"RET", "JMP"})
 
 
-def check_steps(playbook: Playbook, report: Reporter, fallback: Span | None) -> list[Step]:
+def check_steps(playbook: Playbook, report: Reporter, fallback: Location) -> list[Step]:
     """Report the step problems of `playbook`; return its steps that contain a call, in program order.
 
     `fallback` locates steps that carry no span of their own.
@@ -32,6 +32,14 @@ def check_steps(playbook: Playbook, report: Reporter, fallback: Span | None) -> 
     return checker.calls
 
 
+def _path(line: str) -> tuple[int, ...]:
+    """`03.01` -> (3, 1); empty when the number is not digits (Step.path, without the generator)."""
+    try:
+        return tuple(map(int, line.split(".")))
+    except ValueError:
+        return ()
+
+
 def format_number(path: tuple[int, ...]) -> str:
     """(3, 1) -> `03.01`."""
     return ".".join(f"{part:02d}" for part in path)
@@ -40,7 +48,7 @@ def format_number(path: tuple[int, ...]) -> str:
 class _StepChecker:
     __slots__ = ("calls", "claimed", "fallback", "first_by_line", "jump_targets", "playbook", "report")
 
-    def __init__(self, playbook: Playbook, report: Reporter, fallback: Span | None) -> None:
+    def __init__(self, playbook: Playbook, report: Reporter, fallback: Location) -> None:
         self.playbook = playbook
         self.report = report
         self.fallback = fallback
@@ -82,7 +90,7 @@ class _StepChecker:
         unreachable_reported = False
         for step in siblings:
             span = step.span or self.fallback
-            path = step.path
+            path = _path(step.line)
             self.check_number(step, path, span)
             duplicate = self.first_by_line[step.line] is not step
             if duplicate:
@@ -121,7 +129,7 @@ class _StepChecker:
 
     # --- numbering -------------------------------------------------------------------------------
 
-    def check_number(self, step: Step, path: tuple[int, ...], span: Span | None) -> None:
+    def check_number(self, step: Step, path: tuple[int, ...], span: Location) -> None:
         if _NUMBER_RE.match(step.line):
             return
         if not path:
@@ -136,7 +144,7 @@ class _StepChecker:
             span,
         )
 
-    def report_duplicate(self, step: Step, span: Span | None) -> None:
+    def report_duplicate(self, step: Step, span: Location) -> None:
         first = self.first_by_line[step.line]
         where = f" (line {first.span.line})" if first.span is not None else ""
         self.report.add(
@@ -152,7 +160,7 @@ class _StepChecker:
         path: tuple[int, ...],
         parent_path: tuple[int, ...],
         expected: int,
-        span: Span | None,
+        span: Location,
     ) -> int:
         """Report a step whose number is not the next one of its block; return the number after it."""
         number = path[-1]
@@ -167,7 +175,7 @@ class _StepChecker:
         return number + 1
 
     def report_misplaced(
-        self, step: Step, parent: Step | None, misplaced_before: Step | None, span: Span | None
+        self, step: Step, parent: Step | None, misplaced_before: Step | None, span: Location
     ) -> None:
         """A step whose number names a parent it is not nested in; `misplaced_before` is the misplaced
         step just before it, when there is one (a numbering slip there cuts the following steps off)."""
@@ -196,7 +204,7 @@ class _StepChecker:
 
     # --- command codes ---------------------------------------------------------------------------
 
-    def check_kind(self, step: Step, previous: Step | None, span: Span | None) -> None:
+    def check_kind(self, step: Step, previous: Step | None, span: Location) -> None:
         opcode = step.opcode
         if opcode not in OPCODES:
             upper = opcode.upper()
@@ -234,7 +242,7 @@ class _StepChecker:
         if step.call is not None:
             self.calls.append(step)
 
-    def check_condition(self, step: Step, previous: Step | None, span: Span | None) -> None:
+    def check_condition(self, step: Step, previous: Step | None, span: Location) -> None:
         if not step.children and step.line not in self.claimed:
             self.report.add(
                 rules.EMPTY_CONDITION,
@@ -256,7 +264,7 @@ class _StepChecker:
                 span,
             )
 
-    def check_jump(self, step: Step, span: Span | None) -> None:
+    def check_jump(self, step: Step, span: Location) -> None:
         target = step.jump_target
         if target is None:
             self.report.add(
