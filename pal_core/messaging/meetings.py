@@ -28,7 +28,13 @@ from types import MappingProxyType
 from typing import Protocol
 
 from pal_core.messaging.channel import Channel
-from pal_core.messaging.errors import MeetingError, MeetingRejected, MeetingTimeout
+from pal_core.messaging.errors import (
+    DeliveryError,
+    MeetingError,
+    MeetingRejected,
+    MeetingTimeout,
+    MessagingError,
+)
 from pal_core.messaging.message import Message, MessageType, utc_now
 from pal_core.messaging.registry import ChannelRegistry
 from pal_core.messaging.specs import agent_spec, meeting_spec
@@ -185,7 +191,8 @@ class Meeting:
         return tuple(
             agent_id
             for agent_id in self.required_attendees
-            if self._invitations[agent_id].status is InvitationStatus.REJECTED
+            if (invitation := self._invitations.get(agent_id)) is not None
+            and invitation.status is InvitationStatus.REJECTED
         )
 
     def _signal_change(self) -> None:
@@ -251,7 +258,9 @@ class MeetingManager:
         Attendees are receiver specs (`agent 1001`, `1001`, a class name such as `HeadChef`); an attendee
         listed as both required and optional is required, and the owner is never invited. `invitation_text`
         replaces the default invitation wording. Returns once every invitation is delivered; use
-        `wait_for_required_attendees` to wait for the attendees to join.
+        `wait_for_required_attendees` to wait for the attendees to join. If some invitations cannot be
+        delivered, the others still are and `DeliveryError` names the attendees missed (the meeting exists;
+        `meeting(id)` finds it).
         """
         owner = self._registry.participant(owner_id)
         required = self._resolve_attendees(required_attendees, owner_id, skip=())
@@ -273,8 +282,7 @@ class MeetingManager:
         self._meetings[meeting_id] = meeting
         if invitation_text is None:
             invitation_text = self._invitation_text(meeting, f"{owner.klass} (agent {owner.id})")
-        for attendee_id in (*required, *optional):
-            await self._invite(meeting, attendee_id, required=attendee_id in required, text=invitation_text)
+        await self._invite(meeting, (*required, *optional), invitation_text)
         return meeting
 
     def _resolve_attendees(
@@ -298,18 +306,38 @@ class MeetingManager:
             text += f". Join by running your {meeting.playbook_name} playbook"
         return text + "."
 
-    async def _invite(self, meeting: Meeting, attendee_id: str, *, required: bool, text: str) -> None:
-        meeting._invitations[attendee_id] = MeetingInvitation(
-            meeting_id=meeting.id, attendee_id=attendee_id, inviter_id=meeting.owner_id, required=required
-        )
+    async def _invite(self, meeting: Meeting, attendee_ids: Sequence[str], text: str) -> None:
+        """Record the attendees' invitations, then send each one; a failed send does not stop the others."""
+        # Every invitation is recorded before the first send (which may yield), so the meeting's state is
+        # complete for anyone who looks while the invitations go out.
+        for attendee_id in attendee_ids:
+            meeting._invitations[attendee_id] = MeetingInvitation(
+                meeting_id=meeting.id,
+                attendee_id=attendee_id,
+                inviter_id=meeting.owner_id,
+                required=attendee_id in meeting.required_attendees,
+            )
         meeting._signal_change()
-        await self._registry.route_message(
-            meeting.owner_id,
-            agent_spec(attendee_id),
-            text,
-            message_type=MessageType.MEETING_INVITATION,
-            meeting_id=meeting.id,
-        )
+        failures: list[Exception] = []
+        failed: list[str] = []
+        for attendee_id in attendee_ids:
+            try:
+                await self._registry.route_message(
+                    meeting.owner_id,
+                    agent_spec(attendee_id),
+                    text,
+                    message_type=MessageType.MEETING_INVITATION,
+                    meeting_id=meeting.id,
+                )
+            except MessagingError as error:
+                failures.append(error)
+                failed.append(attendee_id)
+        if failures:
+            raise DeliveryError(
+                f"meeting {meeting.id}: invitations were not delivered to {', '.join(failed)}",
+                failures,
+                failed=failed,
+            )
 
     async def invite(
         self, meeting_id: str, inviter_id: str, attendee_spec: str, *, required: bool = False
@@ -329,9 +357,7 @@ class MeetingManager:
             meeting.optional_attendees = (*meeting.optional_attendees, attendee_id)
         owner = self._registry.participant(meeting.owner_id)
         text = self._invitation_text(meeting, f"{owner.klass} (agent {owner.id})")
-        await self._invite(
-            meeting, attendee_id, required=attendee_id in meeting.required_attendees, text=text
-        )
+        await self._invite(meeting, (attendee_id,), text)
 
     # Answering invitations
 

@@ -9,6 +9,7 @@ import pytest
 
 from pal_core.messaging import (
     ChannelClosed,
+    DeliveryError,
     InvitationStatus,
     MeetingError,
     MeetingRejected,
@@ -271,3 +272,19 @@ async def test_wait_timeout_must_be_sensible() -> None:
     with pytest.raises(ValueError, match="finite number"):
         await world.meetings.wait_for_required_attendees(meeting.id, timeout=float("inf"))
     assert await world.meetings.wait_for_required_attendees(meeting.id, timeout=0) is meeting
+
+
+async def test_an_undeliverable_invitation_does_not_stop_the_others() -> None:
+    world = make_world(["Host", "Gone", "Here"])
+    await world.inbox("1001").close()
+    with pytest.raises(DeliveryError, match="not delivered to 1001") as caught:
+        await world.meetings.create_meeting("1000", required_attendees=["Gone", "Here"])
+    assert caught.value.failed == ("1001",)
+    meeting = world.meetings.meeting("1")
+    assert set(meeting.invitations) == {"1001", "1002"}
+    assert [m.message_type for m in await world.inbox("1002").get_batch(timeout=5)] == [
+        MessageType.MEETING_INVITATION
+    ]
+    await world.meetings.accept_invitation(meeting.id, "1002")
+    with anyio.fail_after(5), pytest.raises(MeetingTimeout, match=r"Gone \(agent 1001\)"):
+        await world.meetings.wait_for_required_attendees(meeting.id, timeout=0.01)
