@@ -96,10 +96,15 @@ _SPAN_HEAD = re.compile(
     r"|(?P<artifact>SaveArtifact)[ \t]*\("
     rf"|(?:{ASSIGNMENT_TARGET.pattern})?(?P<callee>[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*)[ \t]*\("
 )
+_VARIABLE_CALL = re.compile(r"\$[A-Za-z_]\w*[ \t]*\(")
 _ASSIGNMENT_AT_END = re.compile(rf"(?:{ASSIGNMENT_TARGET.pattern})\Z")
 _REFERENCE = re.compile(
     r"[ \t]*(?P<quote>[\"']?)[ \t]*(?P<playbook>[A-Za-z_][\w.]*)[ \t]*:[ \t]*(?P<line>[0-9T][\w.]*)"
     r"[ \t]*:[ \t]*(?P<code>[A-Za-z]+)[ \t]*(?P=quote)[ \t]*"
+)
+_SIMPLE_REFERENCE = re.compile(
+    r'(?P<tick>`)?(?P<kind>Step|Trigger)\["(?P<playbook>[A-Za-z_][\w.]*):(?P<line>\d+(?:\.\d+)*|T\d+)'
+    r':(?P<code>[A-Za-z]+)"\](?(tick)`)'
 )
 _STEP_LINE = re.compile(r"\d+(?:\.\d+)*")
 _TRIGGER_ID = re.compile(r"T\d+")
@@ -110,6 +115,7 @@ _YIELD_TAIL = re.compile(r"[,;(`]|\s[-–—]\s")
 _NO_TRIGGER = re.compile(r"(?:no|none|nothing)\b", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"[ \t]*```[\w+.-]*[ \t]*\Z")
 _PUNCTUATION_ONLY = re.compile(r"[\s\-*+,;:.`|]*\Z")
+_PYTHON_KEYWORDS = frozenset(keyword.kwlist)
 _KEYWORD_LABELS = {"Step": "Step[", "Var": "Var[", "Return": "Return[", "Trigger": "Trigger["}
 
 
@@ -131,6 +137,8 @@ class _Construct:
     """Its opening bracket."""
     close: int
     """Its closing bracket."""
+    ref: StepRef | None = None
+    """For a Step or Trigger read by the fast path: its reference, already checked."""
 
 
 @dataclass(slots=True)
@@ -166,6 +174,10 @@ class _AnswerReader:
         self.step: _StepDraft | None = None
         """The step that owns inline calls and notes written now."""
         self.has_action = False
+        self.line_start = 0
+        """Where the line being read starts."""
+        self.line_number = 1
+        """The number of the line being read, 1-based."""
 
     def read(self, raw: str) -> Answer:
         text = self.text
@@ -174,7 +186,9 @@ class _AnswerReader:
         while position <= len(text):
             end = line_end(text, position)
             if position not in skipped:
+                self.line_start = position
                 end = self._read_line(position, end)
+            self.line_number += 1 + text.count("\n", position, end)
             position = end + 1
         if not self.has_action:
             first = len(text) - len(text.lstrip())
@@ -242,6 +256,11 @@ class _AnswerReader:
     def _read_trigger_check(self, start: int, rest_start: int, end: int) -> int:
         text = self.text
         self.step = None
+        plain = text.find("`", rest_start, end) < 0 and text.find("[", rest_start, end) < 0
+        if plain and _NO_TRIGGER.match(text, skip_blanks(text, rest_start, end), end):
+            # `trig? no`: by far the most common line.
+            self._add(TriggerAction(span=self._span(skip_blanks(text, start, end), end)))
+            return end
         items, end = self._scan(rest_start, end)
         fired: list[StepRef] = []
         words: list[str] = []
@@ -413,9 +432,11 @@ class _AnswerReader:
         try:
             return parse_call(self.text[item.start : item.close + 1], target)
         except InlineError as error:
-            raise answer_error(self.text, item.start + error.offset, BAD_CALL, error.message) from None
+            raise answer_error(self.text, item.start + error.offset, error.code, error.message) from None
 
     def _reference(self, item: _Construct, trigger: bool) -> StepRef:
+        if item.ref is not None:
+            return item.ref
         text = self.text
         body = text[item.open + 1 : item.close]
         found = _REFERENCE.fullmatch(body)
@@ -433,11 +454,11 @@ class _AnswerReader:
         return StepRef(playbook=found.group("playbook"), line=found.group("line"), code=found.group("code"))
 
     def _span(self, start: int, end: int) -> Span:
+        """Where `text[start:end]` is; `start` is on the line being read or a later one."""
         text = self.text
-        line_start = text.rfind("\n", 0, start) + 1
-        return Span(
-            line=text.count("\n", 0, start) + 1, column=start - line_start + 1, length=max(end - start, 0)
-        )
+        line_start = text.rfind("\n", self.line_start, start) + 1 or self.line_start
+        line = self.line_number + text.count("\n", self.line_start, start)
+        return Span(line=line, column=start - line_start + 1, length=max(end - start, 0))
 
     def _construct_span(self, item: _Construct) -> Span:
         end = item.close + 1
@@ -459,6 +480,24 @@ class _AnswerReader:
                 return items, end
             if found.start() > cursor:
                 items.append(_Text(start=cursor, end=found.start()))
+            simple = _SIMPLE_REFERENCE.match(text, found.start(), end)
+            if simple is not None and (simple.group("kind") == "Step") != (simple.group("line")[0] == "T"):
+                # `Step["PB:Ln:Code"]`, backticked or not: most constructs, read in one regex call.
+                kind = simple.group("kind")
+                ref = StepRef(
+                    playbook=simple.group("playbook"), line=simple.group("line"), code=simple.group("code")
+                )
+                items.append(
+                    _Construct(
+                        kind=kind,
+                        start=simple.start("kind"),
+                        open=simple.end("kind"),
+                        close=simple.end("code") + 1,
+                        ref=ref,
+                    )
+                )
+                cursor = simple.end()
+                continue
             if found.group() == "`":
                 item, cursor = self._backtick(found.start(), end)
             else:
@@ -473,7 +512,7 @@ class _AnswerReader:
         text = self.text
         head_at = skip_blanks(text, tick + 1, end)
         head = _SPAN_HEAD.match(text, head_at, end)
-        if head is not None and head.group("callee") not in keyword.kwlist:
+        if head is not None and head.group("callee") not in _PYTHON_KEYWORDS:
             if head.group("keyword"):
                 kind = head.group("keyword")
             elif head.group("artifact"):
@@ -481,6 +520,13 @@ class _AnswerReader:
             else:
                 kind = "call"
             return self._construct(kind, head_at, head.end() - 1, tick)
+        if _VARIABLE_CALL.match(text, head_at, end):
+            raise answer_error(
+                text,
+                head_at,
+                BAD_CALL,
+                "the callee of an inline call must be a name such as `Say`, not a `$variable`",
+            )
         if ASSIGNMENT_TARGET.match(text, head_at, end):
             raise answer_error(
                 text,
@@ -532,7 +578,7 @@ class _AnswerReader:
                     text,
                     after,
                     TRAILING_TEXT,
-                    f"unexpected text after `{self._label(item)}...` in the backticks",
+                    f"unexpected text after `{self._label(item)}...{text[item.close]}` in the backticks",
                 )
             raise answer_error(text, tick, UNTERMINATED, "this backtick span never closes", 1)
         return after

@@ -10,7 +10,7 @@ costs one regex search, not a Python loop over its characters. They never raise.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DOUBLE_QUOTED = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 """A double-quoted string with backslash escapes; may hold real newlines."""
@@ -20,10 +20,11 @@ SINGLE_QUOTED = re.compile(r"'[^'\\\n]*(?:\\.[^'\\\n]*)*'")
 _STRUCTURE = re.compile(r"[\[\](){}\"']")
 _BRACKETS = re.compile(r"[\[\](){}]")
 _OPENERS = {")": "(", "]": "[", "}": "{"}
+# The common case in one regex call: no nested brackets, no single quotes, strings on one line.
+_FLAT_BODY = re.compile(r'[^\[\](){}"\'\n]*(?:"[^"\\\n]*(?:\\.[^"\\\n]*)*"[^\[\](){}"\'\n]*)*[\])}]')
 
 
-@dataclass(frozen=True, slots=True)
-class BracketMatch:
+class BracketMatch(NamedTuple):
     """The result of matching one opening bracket."""
 
     close: int | None
@@ -36,6 +37,11 @@ class BracketMatch:
 
 def match_bracket(text: str, open_index: int) -> BracketMatch:
     """Match the bracket at `text[open_index]`, skipping strings; may cross lines."""
+    flat = _FLAT_BODY.match(text, open_index + 1)
+    if flat is not None:
+        close = flat.end() - 1
+        if _OPENERS[text[close]] == text[open_index]:
+            return BracketMatch(close, False, None)
     stack = [open_index]
     position = open_index + 1
     spans_lines = False
@@ -89,6 +95,8 @@ def is_balanced(text: str, start: int, stop: int) -> bool:
             position = string.end()
             continue
         position = index + 1
+        if char == "'":  # an apostrophe
+            continue
         if char in "([{":
             stack.append(char)
         elif not stack or stack.pop() != _OPENERS[char]:

@@ -14,6 +14,7 @@ import re
 from bisect import bisect_right
 from typing import Any
 
+from pal_core.contract.errors import BAD_CALL, UNTERMINATED
 from pal_core.contract.scan import DOUBLE_QUOTED, SINGLE_QUOTED
 from pal_core.ir import ArgKind, Argument, Call, JsonValue, Variable
 
@@ -34,10 +35,11 @@ class InlineError(Exception):
     The answer parser turns it into a ContractSyntaxError with the answer's line and column.
     """
 
-    def __init__(self, message: str, offset: int) -> None:
+    def __init__(self, message: str, offset: int, code: str = BAD_CALL) -> None:
         super().__init__(message)
         self.message = message
         self.offset = offset
+        self.code = code
 
 
 def parse_value(raw: str) -> tuple[JsonValue, bool]:
@@ -120,7 +122,8 @@ def parse_call(source: str, target: Variable | None = None) -> Call:
         tree = ast.parse(python, mode="eval")
     except SyntaxError as error:
         offset = positions.from_syntax_error(error)
-        raise InlineError(f"the inline call is not valid Python: {error.msg}", start + offset) from None
+        code = UNTERMINATED if error.msg.startswith("unterminated") else BAD_CALL
+        raise InlineError(f"the inline call is not valid Python: {error.msg}", start + offset, code) from None
     except _SOURCE_ERRORS:
         raise InlineError("the inline call is not valid Python", start) from None
     node = tree.body
@@ -138,7 +141,8 @@ def parse_call(source: str, target: Variable | None = None) -> Call:
 
 def _in_source_order(call: ast.Call) -> list[ast.expr | ast.keyword]:
     items: list[ast.expr | ast.keyword] = [*call.args, *call.keywords]
-    items.sort(key=lambda item: (item.lineno, item.col_offset))
+    if call.args and call.keywords:  # `f(a=1, *rest)` is valid Python: order by position
+        items.sort(key=lambda item: (item.lineno, item.col_offset))
     return items
 
 
@@ -206,15 +210,19 @@ def _python_source(code: str) -> tuple[str, list[int]]:
 class _Positions:
     """Maps `ast` positions in the Python source back to the code the model wrote."""
 
-    __slots__ = ("_code", "_inserted", "_line_starts", "_python")
+    __slots__ = ("_code", "_direct", "_inserted", "_line_starts", "_python")
 
     def __init__(self, code: str, python: str, inserted: list[int]) -> None:
         self._code = code
         self._python = python
         self._inserted = inserted
         self._line_starts: list[int] | None = None
+        # One ASCII line, nothing escaped: an ast column is the index in the code (the common case).
+        self._direct = not inserted and "\n" not in python and python.isascii()
 
     def _python_index(self, lineno: int, column: int, column_in_bytes: bool) -> int:
+        if self._direct:
+            return min(max(column, 0), len(self._python))
         if self._line_starts is None:
             self._line_starts = [0] + [found.end() for found in re.finditer("\n", self._python)]
         line = max(1, min(lineno, len(self._line_starts)))
@@ -231,18 +239,24 @@ class _Positions:
 
     def node_start(self, node: ast.AST) -> int:
         """Where `node` starts in the code."""
+        if self._direct:
+            return node.col_offset  # type: ignore[attr-defined,no-any-return]
         return self._code_index(self._python_index(node.lineno, node.col_offset, True))  # type: ignore[attr-defined]
+
+    def node_end(self, node: ast.AST) -> int:
+        """Where `node` ends in the code."""
+        if self._direct:
+            return node.end_col_offset  # type: ignore[attr-defined,no-any-return]
+        return self._code_index(self._python_index(node.end_lineno, node.end_col_offset, True))  # type: ignore[attr-defined]
 
     def text_of(self, node: ast.AST) -> str:
         """The code the model wrote for `node`."""
-        start = self.node_start(node)
-        end = self._code_index(self._python_index(node.end_lineno, node.end_col_offset, True))  # type: ignore[attr-defined]
-        return self._code[start:end]
+        return self._code[self.node_start(node) : self.node_end(node)]
 
     def written_with_dollar(self, node: ast.AST) -> bool:
         """Whether the name at `node` was written `$name`."""
         start = self.node_start(node)
-        return start < len(self._code) and self._code[start] == "$"
+        return self._code[start : start + 1] == "$"
 
     def from_syntax_error(self, error: SyntaxError) -> int:
         """Where a SyntaxError points in the code (its offset counts characters from 1)."""
