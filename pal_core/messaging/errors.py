@@ -115,8 +115,9 @@ class HandlerError(ExceptionGroup, MessagingError):
         super().__init__(message, exceptions)
 
     def derive(self, excs: Sequence[Exception]) -> HandlerError:  # type: ignore[override]
-        """Keep the class and the names when `except*` splits the group."""
-        return type(self)(self.message, excs, failed=self.failed)
+        """Keep the class, and the names of the failures kept, when `except*` splits the group."""
+        names = {id(error): name for error, name in zip(self.exceptions, self.failed, strict=True)}
+        return type(self)(self.message, excs, failed=[names.get(id(error), "?") for error in excs])
 
 
 class DeliveryError(HandlerError):

@@ -181,3 +181,31 @@ async def test_streams_end_quickly() -> None:
         for piece in "streamed":
             await channel.stream_chunk("s", piece)
         await channel.complete_stream("s", message(sender="1000", content="streamed"))
+
+
+async def test_delivery_errors_split_with_except_star_keep_their_names() -> None:
+    class Refusing:
+        def __init__(self, participant_id: str, error: Exception) -> None:
+            self.id, self.klass, self.is_human, self.error = participant_id, "Refusing", False, error
+
+        async def deliver(self, message: Message) -> None:
+            raise self.error
+
+        async def close(self) -> None:
+            return None
+
+    channel = Channel(
+        "meeting_1",
+        [agent("1000"), Refusing("1001", KeyError("k")), Refusing("1002", ValueError("v"))],
+        meeting_id="1",
+    )
+    caught: list[DeliveryError] = []
+    try:
+        await channel.send(message(sender="1000"))
+    except* ValueError as group:
+        assert isinstance(group, DeliveryError)
+        caught.append(group)
+    except* KeyError as group:
+        assert isinstance(group, DeliveryError)
+        caught.append(group)
+    assert sorted(group.failed for group in caught) == [("1001",), ("1002",)]

@@ -20,7 +20,7 @@ from pal_core.messaging import (
     meeting_spec,
 )
 
-from .support import make_world
+from .support import RecordingObserver, make_world
 
 pytestmark = pytest.mark.anyio
 
@@ -288,3 +288,33 @@ async def test_an_undeliverable_invitation_does_not_stop_the_others() -> None:
     await world.meetings.accept_invitation(meeting.id, "1002")
     with anyio.fail_after(5), pytest.raises(MeetingTimeout, match=r"Gone \(agent 1001\)"):
         await world.meetings.wait_for_required_attendees(meeting.id, timeout=0.01)
+
+
+async def test_streaming_into_a_meeting_with_a_human_shows_chunks_then_delivers_to_all() -> None:
+    world = make_world(["Host", "A"], with_human=True)
+    observer = RecordingObserver()
+    world.registry.add_stream_observer(observer)
+    meeting = await world.meetings.create_meeting("1000", required_attendees=["A", "human"])
+    for attendee in ("1001", "human"):
+        await world.meetings.accept_invitation(meeting.id, attendee)
+    stream = await world.registry.open_stream("1000", meeting_spec(meeting.id))
+    assert stream.is_streaming
+    await stream.send_chunk("Welcome ")
+    await stream.send_chunk("all")
+    final = await stream.complete(target_agent_ids=["1001"])
+    assert (final.message_type, final.meeting_id, final.target_agent_ids) == (
+        MessageType.MEETING_BROADCAST,
+        meeting.id,
+        ("1001",),
+    )
+    assert meeting.history[-1] == final
+    assert [type(event).__name__ for event in observer.events] == [
+        "StreamStartEvent",
+        "StreamChunkEvent",
+        "StreamChunkEvent",
+        "StreamCompleteEvent",
+    ]
+    assert observer.events[0].meeting_id == meeting.id  # type: ignore[union-attr]
+    assert world.human is not None
+    for inbox in (world.inbox("1001"), world.human.inbox):
+        assert (await inbox.get_batch(lambda m: m.meeting_id == meeting.id, timeout=5))[-1] == final
