@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pal_core.compiler.calls import AgentCallees, Callee, CallIndex
 from pal_core.compiler.markdown import MetadataSource, SourceAgent, SourceDocument, SourceItem, SourcePlaybook
 from pal_core.compiler.names import (
     PlaybookHeader,
@@ -20,8 +20,6 @@ from pal_core.compiler.phrases import trigger_code
 from pal_core.compiler.python_code import number_python_triggers
 from pal_core.compiler.reporter import BAD_HEADER, BAD_METADATA, BAD_PYTHON, DUPLICATE, Reporter
 from pal_core.compiler.steps import (
-    AgentCallees,
-    Callee,
     StepContext,
     compile_steps,
     declared_types,
@@ -220,9 +218,10 @@ def _callees(plan: _AgentPlan) -> dict[str, Callee]:
 
 
 def _build_agent(plan: _AgentPlan, directory: dict[str, AgentCallees], reporter: Reporter) -> Agent:
-    others = {name: agent for name, agent in directory.items() if name != plan.name}
-    own = directory[plan.name].playbooks
-    markdown = tuple(_build_playbook(playbook, own, others, reporter) for playbook in plan.playbooks)
+    calls = CallIndex(
+        directory[plan.name], {name: agent for name, agent in directory.items() if name != plan.name}
+    )
+    markdown = tuple(_build_playbook(playbook, calls, reporter) for playbook in plan.playbooks)
     playbooks = (*plan.python_playbooks, *markdown)
     description = _join_description(plan.source.description)
     if not description:
@@ -241,16 +240,14 @@ def _build_agent(plan: _AgentPlan, directory: dict[str, AgentCallees], reporter:
 
 def _build_playbook(
     plan: _PlaybookPlan,
-    callees: Mapping[str, Callee],
-    others: dict[str, AgentCallees],
+    calls: CallIndex,
     reporter: Reporter,
 ) -> Playbook:
     source = plan.source
     context = StepContext(
         playbook=plan.header.name,
         meeting=bool(plan.metadata.meeting),
-        playbooks=callees,
-        agents=others,
+        calls=calls,
     )
     steps = compile_steps(source.sections.get("steps", []), context, reporter)
     description = _join_description(source.description) or playbook_description(plan.header)

@@ -22,6 +22,7 @@ _PARAM_RE = re.compile(
     re.DOTALL,
 )
 _WORD_RE = re.compile(r"\w+")
+_LEADING_NON_WORD_RE = re.compile(r"^[^\w$]+")
 _APOSTROPHES_RE = re.compile(r"['’`]")
 _CAMEL_PARTS_RE = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_A-Za-z]+")
 # Words that end a natural-language title without naming anything: `Get fact about $country`.
@@ -208,6 +209,9 @@ def agent_description(title: str, playbook_names: list[str]) -> str:
 
 
 def _sentence(text: str) -> str:
-    text = " ".join(text.split())
+    # From the first word on: a title such as `# Intro` must not yield a line that reads as a header.
+    text = _LEADING_NON_WORD_RE.sub("", " ".join(text.split()))
+    if not text:
+        return ""
     text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."

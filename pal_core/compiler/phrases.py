@@ -120,15 +120,23 @@ def split_condition(text: str) -> ConditionParts | None:
 
 
 def _top_level_colon(text: str, start: int) -> int | None:
-    """A `:` that separates a condition from its action (`If valid: say so`), not one inside `$x:int`."""
-    pieces = split_top_level(text[start:], ":")
-    position = start
-    for piece in pieces[:-1]:
-        position += len(piece)
-        following = text[position + 1 : position + 2]
-        if following in (" ", "\t"):
-            return position
-        position += 1
+    """A `: ` that separates a condition from its action (`If valid: say so`): outside brackets and
+    double quotes, and followed by a space (so not the one in `$x:int`). Single quotes are not
+    tracked: apostrophes in prose (`the user's order`) would unbalance them."""
+    depth = 0
+    in_string = False
+    for index in range(start, len(text) - 1):
+        char = text[index]
+        if char == '"':
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(depth - 1, 0)
+        elif char == ":" and depth == 0 and text[index + 1] in " \t":
+            return index
     return None
 
 

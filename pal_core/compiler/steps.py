@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pal_core.compiler import phrases
+from pal_core.compiler.calls import CallIndex
 from pal_core.compiler.markdown import SourceItem
-from pal_core.compiler.names import VARIABLE_RE, counts_as_one_word, words_of
+from pal_core.compiler.names import VARIABLE_RE, words_of
 from pal_core.compiler.reporter import BAD_JUMP, BAD_STEP, Reporter
 from pal_core.ir import ConditionKind, Span, Step
 from pal_core.step_text import is_python_expression, literal_value, parse_condition, parse_statement
@@ -21,30 +22,6 @@ _CHECK_AGAIN = " to check again"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Callee:
-    """A playbook a step may call."""
-
-    name: str
-    """The playbook name (CamelCase for markdown playbooks, the function name for Python ones)."""
-    words: tuple[str, ...]
-    """Its name as lower-case words, for spotting it in a sentence."""
-    returns_value: bool | None
-    """True when it returns a value, False when it returns None, None when that is not known."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AgentCallees:
-    """Another agent of the program, as a step may name it."""
-
-    name: str
-    """The agent name."""
-    words: tuple[str, ...]
-    """The agent's title as lower-case words."""
-    playbooks: Mapping[str, Callee]
-    """Its playbooks by name."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class StepContext:
     """What the step compiler knows about the playbook being compiled and the program around it."""
 
@@ -52,10 +29,8 @@ class StepContext:
     """The playbook's own name (never taken for a call to itself when named in a sentence)."""
     meeting: bool
     """Whether the playbook is a meeting: questions then wait for the meeting, not the user."""
-    playbooks: Mapping[str, Callee]
-    """The playbooks of this playbook's agent, in text order."""
-    agents: Mapping[str, AgentCallees]
-    """The other agents of the program."""
+    calls: CallIndex
+    """The playbooks and agents the steps may name."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -235,7 +210,8 @@ class _StepCompiler:
         verb = phrases.leading_verb(text)
         if verb in phrases.THINK_VERBS:
             return [_Draft(opcode="TNK", text=text, span=span)]
-        callee = self.named_playbook(text)
+        step_words = words_of(text)
+        callee = self.context.calls.named_playbook(text, step_words, self.context.playbook)
         if callee is not None:
             drafts = [_Draft(opcode="QUE", text=text, span=span)]
             if callee.returns_value is not False:
@@ -248,7 +224,7 @@ class _StepCompiler:
             return drafts
         if verb in phrases.CALL_VERBS:
             drafts = [_Draft(opcode="QUE", text=text, span=span)]
-            if self.names_other_agent(text):
+            if self.context.calls.names_other_agent(text, step_words):
                 drafts.append(_Draft(opcode="YLD", text="call", span=span))
             return drafts
         return [_Draft(opcode="EXE", text=text, span=span)]
@@ -261,43 +237,8 @@ class _StepCompiler:
 
     def returns_value(self, name: str) -> bool:
         """Whether a call to `name` needs `YLD call`: a playbook of the program not known to return None."""
-        agent, dot, playbook = name.rpartition(".")
-        if dot:
-            other = self.context.agents.get(agent)
-            callee = other.playbooks.get(playbook) if other is not None else None
-        else:
-            callee = self.context.playbooks.get(name)
+        callee = self.context.calls.callee(name)
         return callee is not None and callee.returns_value is not False
-
-    def named_playbook(self, text: str) -> Callee | None:
-        """The playbook a sentence names: by its name as a word, or by starting with its title's words."""
-        step_words = words_of(text)
-        for callee in self.context.playbooks.values():
-            if callee.name == self.context.playbook:
-                continue
-            if not counts_as_one_word(callee.name) and _names_word(text, callee.name):
-                return callee
-            size = len(callee.words)
-            if size and step_words[:size] == callee.words and (size >= 2 or len(step_words) == size):
-                return callee
-        for agent in self.context.agents.values():
-            for callee in agent.playbooks.values():
-                if _names_word(text, f"{agent.name}.{callee.name}"):
-                    return callee
-        return None
-
-    def names_other_agent(self, text: str) -> bool:
-        """Whether the sentence names another agent, by its name or by its title's words (two or more)."""
-        step_words = words_of(text)
-        for agent in self.context.agents.values():
-            if _names_word(text, agent.name):
-                return True
-            size = len(agent.words)
-            if size >= 2 and any(
-                step_words[start : start + size] == agent.words for start in range(len(step_words) - size + 1)
-            ):
-                return True
-        return False
 
     # --- jumps -------------------------------------------------------------------------------------
 
@@ -401,10 +342,6 @@ class _StepCompiler:
 
 def _comparable(text: str) -> str:
     return " ".join(re.findall(r"[\w$]+", text.lower()))
-
-
-def _names_word(text: str, name: str) -> bool:
-    return re.search(rf"(?<![\w.$]){re.escape(name)}(?![\w])", text) is not None
 
 
 def _chain_head(draft: _Draft) -> _Draft:

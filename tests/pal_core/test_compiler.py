@@ -341,6 +341,7 @@ def test_conditions_split_inline_actions() -> None:
         "- Otherwise: shrug",
         "- If the order is late:",
         "  - Apologize",
+        "- If the user's card fails: say sorry",
     ) == [
         "01:CND If $x > 1",
         "  01.01:QUE say so",
@@ -350,7 +351,9 @@ def test_conditions_split_inline_actions() -> None:
         "  03.01:EXE shrug",
         "04:CND If the order is late",
         "  04.01:QUE Apologize",
-        "05:RET",
+        "05:CND If the user's card fails",
+        "  05.01:QUE say sorry",
+        "06:RET",
     ]
 
 
