@@ -140,7 +140,7 @@ async def test_untargeted_chatter_accumulates_for_the_long_window() -> None:
             group.start_soon(agent_waits)
             await anyio.wait_all_tasks_blocked()
             await inbox.put(broadcast("two"))
-    assert loop.time() - started >= 0.05
+    assert loop.time() - started >= 0.049  # the event loop may fire a timer up to its clock resolution early
     assert [m.content for m in results[0]] == ["one", "two"]
 
 
