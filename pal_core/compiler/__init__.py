@@ -4,6 +4,11 @@
 `pal_core.parser.parse` reads back to the same IR. Markdown that cannot be compiled raises
 PalSyntaxError listing every problem with its `file:line:col` and the marked source line.
 
+Step, trigger, note, playbook and agent spans point into the markdown, and `Program.source` is the
+markdown file, so later diagnostics about a compiled program name the line its author wrote. Error
+codes are the parser's (PAL001-PAL011) for the same kinds of problem, and PAL020 for a jump whose
+target cannot be found.
+
 Reading the markdown
 --------------------
 - Optional `---` front matter (YAML) at the top -> `Program.frontmatter`.
@@ -56,10 +61,13 @@ order of precedence (step text is kept as written unless said otherwise):
 2. `End program`, `Exit`, `End the conversation`... -> `YLD exit`.
 3. `Wait for the user ...` -> `YLD user`.
 4. A jump alone - `Go back`, `Try again`, `Retry`, `Repeat`, `Start over`, `Go back to step 2`,
-   `Go back to <start of a step's text>`, `Return to step 2` -> JMP. Without a target it goes to the
-   enclosing condition or loop (to the `If` that heads an if/else chain) and reads `JMP 03 to check
-   again`; `step N.M` counts markdown items from 1 at each level; a target that cannot be found is an
-   error. `<action> and go back to ...` is the action's step followed by the JMP.
+   `Go back to <start of a step's text>`, `Go back to the previous step`, `Return to step 2` -> JMP.
+   Without a target it goes to the enclosing condition or loop (to the `If` that heads an if/else
+   chain) and reads `JMP 03 to check again`; `step N.M` counts markdown items from 1 at each level;
+   `the previous step` is the item before (leaving a condition's body if need be); a step named by
+   its text is the nearest one before the jump, else the first after; a target that cannot be found
+   is an error. `<action> and go back to ...` is the action's step followed by the JMP;
+   `<action> and end the conversation` is the action's step followed by `YLD exit`.
 5. `Return ...` -> RET with the rest of the text (not `Return to step ...`).
 6. A Python call `Foo(...)`, `$x = Foo(...)`, `$x:type = Agent.Foo(...)` -> QUE, followed by `YLD call`
    when the result is assigned or the callee is a playbook of the program not known to return None.
@@ -69,16 +77,20 @@ order of precedence (step text is kept as written unless said otherwise):
    `$variables`.
 8. First verb (after fillers such as `then`, `also` and adverbs such as `openly`) think, reflect,
    reason, ponder, deliberate, consider, brainstorm -> TNK.
-9. A step naming a playbook of its agent - by its CamelCase name as a word, or by starting with the
-   words of its title (two words or more, or the whole step) - or naming `Agent.Playbook` -> QUE,
-   followed by `YLD call` unless that playbook is known to return None.
+9. A step naming a playbook of its agent -> QUE, followed by `YLD call` unless that playbook is known
+   to return None. Named means: the first playbook name written in the sentence as a whole word
+   (`Agent.Playbook` included; one-word names such as `Main` are too common to count), else the
+   longest playbook title whose words start the sentence (two words or more, or the whole sentence:
+   `Summarize order for $order` names `## Summarize order for $order`). A playbook never names itself.
 10. Communication verbs (say, tell, ask, greet, inform, welcome, thank, apologize, explain, announce,
-    present, show, display, share, remind, ...) -> QUE; when the step asks something (ask, prompt,
+    present, show, display, share, remind, propose, suggest, recommend, describe, offer, give, ...), or
+    a step that is itself a question (ends with `?`) -> QUE; when the step asks something (ask, prompt,
     nudge, a trailing `?`, or `try again`) it is followed by `YLD user` (`YLD meeting` in a meeting
     playbook, unless the step names the user).
 11. Retrieval and invocation verbs (look up, get, fetch, retrieve, load, search, query, call, invoke,
     run, send, submit, download, upload, publish) -> QUE, followed by `YLD call` when the step names
-    another agent of the program (its result comes back from that agent).
+    another agent of the program, by name or by the words of its title (its answer comes back from
+    that agent).
 12. Anything else -> EXE.
 A QUE step that says `try again` inside a condition or loop is followed (after its yield) by
 `JMP <condition> to check again`. A playbook whose last top-level step is not RET or `YLD exit` gets a

@@ -224,7 +224,7 @@ _WHOLE_JUMP_RES = (
     ),
     re.compile(
         r"(?:try|start|begin|check)\s+again|retry|start\s+over|restart|repeat|loop|"
-        r"repeat\s+(?:the\s+)?(?:loop|steps?|question)|continue\s+(?:with\s+)?the\s+loop",
+        r"repeat\s+(?:the\s+)?(?:loop|steps?)|continue\s+(?:with\s+)?the\s+loop",
         re.IGNORECASE,
     ),
 )

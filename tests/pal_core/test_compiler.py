@@ -595,47 +595,101 @@ def test_every_problem_is_reported_with_its_marked_line() -> None:
 
 # --- any input -------------------------------------------------------------------------------------
 
-_PIECES = st.sampled_from(
-    [
-        "# Agent one",
-        "# Second agent",
-        "Some description.",
-        "## Do the thing",
-        "## Other($a, $b:int)",
-        "### Steps",
-        "### Triggers",
-        "### Notes",
-        "- At the beginning",
-        "- When a message is received",
-        "- Ask the user for $x",
-        "- If $x > 3, tell them",
-        "  - Try again",
-        "  - Go back to step 1",
-        "- Otherwise",
-        "- While $x < 10",
-        "    - $x = $x + 1",
-        "- Return $x",
-        "- Do the thing",
-        "- Exit",
-        "metadata:",
-        "  public: true",
-        "---",
-        "meeting: true",
-        "<!-- note -->",
-        "```python",
-        "@playbook(triggers=['When asked'])\nasync def f(a: str) -> str:\n    return a",
-        "```",
-        "",
-        "1. Think hard",
-        "continued text",
-    ]
-)
+_LINE_STARTS = [
+    "# ",
+    "## ",
+    "### Steps",
+    "### Triggers",
+    "### Notes",
+    "- ",
+    "  - ",
+    "    - ",
+    "1. ",
+    "\t- ",
+    "",
+]
+_LINE_STARTS += ["  ", "metadata:", "```python", "```", "<!-- c -->", "---", "meeting: true", "public: true"]
+_WORDS = ["If", "if", "Otherwise", "else", "While", "For each", "When", "Until", "Return", "return to step 2"]
+_WORDS += [
+    "go back",
+    "go back to step 1",
+    "try again",
+    "start over",
+    "Ask",
+    "Tell",
+    "user",
+    "$x",
+    "$y:int",
+    "=",
+]
+_WORDS += [
+    "Foo(",
+    ")",
+    "(",
+    ",",
+    ":",
+    ": ",
+    "then",
+    "and",
+    "end the conversation",
+    "Exit",
+    "?",
+    "'",
+    '"',
+    "Set",
+]
+_WORDS += [
+    "to",
+    "Think",
+    "Get",
+    "from",
+    "Agent B",
+    "AgentB.P()",
+    "#",
+    "##",
+    "###",
+    "-",
+    "*",
+    "1.",
+    "<!--",
+    "-->",
+]
+_WORDS += [
+    "```",
+    "metadata:",
+    "public: true",
+    "---",
+    "N1",
+    "T1:",
+    "BGN",
+    "EVT",
+    ".",
+    ":int",
+    "[",
+    "]",
+    "{",
+    "}",
+]
+_WORDS += [
+    "\t",
+    "  ",
+    "é",
+    "\u2028",
+    "\x0b",
+    "wait for the user",
+    "the previous step",
+    "@playbook",
+    "async def f():",
+]
+_LINES = st.tuples(
+    st.sampled_from(_LINE_STARTS), st.lists(st.sampled_from(_WORDS), max_size=8).map(" ".join)
+).map("".join)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_PIECES, max_size=30))
-def test_any_markdown_compiles_to_valid_pal_or_raises_a_syntax_error(pieces: list[str]) -> None:
-    markdown = "\n".join(pieces) + "\n"
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_LINES, max_size=25))
+def test_any_markdown_compiles_to_valid_pal_or_raises_a_syntax_error(lines: list[str]) -> None:
+    markdown = "\n".join(lines) + "\n"
     try:
         program = compile_markdown(markdown)
     except PalSyntaxError as error:
@@ -643,4 +697,13 @@ def test_any_markdown_compiles_to_valid_pal_or_raises_a_syntax_error(pieces: lis
         return
     text = write(program)
     assert parse(text) == program
+    assert write(parse(text)) == text
     assert compile_markdown(markdown) == program
+
+
+def test_a_title_that_starts_like_markdown_gives_a_plain_description() -> None:
+    program = compile_markdown("# # Intro\n\n## ### setup steps\n### Steps\n- Say hi\n")
+    agent = program.agents[0]
+    assert (agent.name, agent.description) == ("Intro", "Intro agent with the playbook SetupSteps.")
+    assert agent.playbooks[0].description == "Setup steps."
+    assert parse(write(program)) == program
