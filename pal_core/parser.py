@@ -563,7 +563,7 @@ class _Parser:
             _FlatStep(
                 line=match.group("line"),
                 opcode=match.group("op"),
-                text=match.group("text") or "",
+                text=(match.group("text") or "").strip(),
                 span=Span(line=number, column=match.start("line") + 1, length=len(match.group("line"))),
             )
         )
@@ -578,7 +578,7 @@ class _Parser:
             Trigger(
                 id=match.group("id"),
                 code=match.group("code"),
-                text=match.group("text") or "",
+                text=(match.group("text") or "").strip(),
                 span=Span(line=number, column=match.start("id") + 1, length=len(match.group("id"))),
             )
         )
@@ -592,7 +592,7 @@ class _Parser:
         self.agents[-1].playbooks[-1].notes.append(
             Note(
                 id=match.group("id"),
-                text=match.group("text") or "",
+                text=(match.group("text") or "").strip(),
                 span=Span(line=number, column=match.start("id") + 1, length=len(match.group("id"))),
             )
         )
@@ -640,15 +640,15 @@ def _join_description(lines: list[str]) -> str:
 
 
 def _nest(flat: list[_FlatStep]) -> tuple[Step, ...]:
-    """Build the step tree from line numbers: a step's parent is the open step numbered its prefix."""
+    """Build the step tree from line numbers: a step goes under the nearest open step whose number is a
+    prefix of its own (its parent, or a further ancestor when the parent is missing: the validator says so)."""
     roots: list[_FlatStep] = []
     stack: list[tuple[list[str], _FlatStep]] = []
     for step in flat:
         parts = step.line.split(".")
-        parent_parts = parts[:-1]
-        while stack and stack[-1][0] != parent_parts:
+        while stack and not (len(stack[-1][0]) < len(parts) and parts[: len(stack[-1][0])] == stack[-1][0]):
             stack.pop()
-        if stack and parent_parts:
+        if stack:
             stack[-1][1].children.append(step)
         else:
             roots.append(step)

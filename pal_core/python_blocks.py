@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
+from pal_core.pysource import literal_eval, parse_python
 
 TRIGGER_RE = re.compile(r"\s*(?P<id>T\d+)\s*:\s*(?P<code>[A-Za-z]+)\b\s?(?P<text>.*)\Z", re.DOTALL)
 
@@ -29,7 +30,7 @@ class CodeProblem:
 def python_playbooks(code: str, block_index: int) -> tuple[list[Playbook], list[CodeProblem]]:
     """The `@playbook` functions of one code block, in order, and the problems found."""
     try:
-        module = ast.parse(code)
+        module = parse_python(code)
     except SyntaxError as error:
         return [], [CodeProblem(f"Python syntax error: {error.msg}", error.lineno or 1, error.offset or 1)]
     playbooks: list[Playbook] = []
@@ -69,7 +70,7 @@ def _playbook_from_function(
             if keyword.arg is None:
                 continue
             try:
-                value = ast.literal_eval(keyword.value)
+                value = literal_eval(keyword.value)
             except (ValueError, SyntaxError, TypeError):
                 problems.append(
                     CodeProblem(

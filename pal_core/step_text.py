@@ -7,7 +7,6 @@ an exception.
 
 from __future__ import annotations
 
-import ast
 import keyword
 import re
 from typing import Any
@@ -23,6 +22,7 @@ from pal_core.ir import (
     YieldKind,
     YieldTarget,
 )
+from pal_core.pysource import literal_eval, parse_python
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _VAR_RE = re.compile(rf"\$({_IDENT})(?::({_IDENT}(?:\[[^\]]*\])?))?")
@@ -201,7 +201,7 @@ def literal_value(text: str) -> tuple[Any, bool]:
     if text in ("true", "false", "null"):
         return {"true": True, "false": False, "null": None}[text], True
     try:
-        value = ast.literal_eval(text)
+        value = literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None, False
     if not _json_compatible(value):
@@ -231,7 +231,7 @@ def is_python_expression(text: str) -> bool:
         if match.group(1) not in _PY_WORDS and match.group(2) not in _PY_WORDS:
             return False
     try:
-        ast.parse(source, mode="eval")
+        parse_python(source, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return True

@@ -146,7 +146,8 @@ def _write_metadata(metadata: Metadata, out: list[str]) -> None:
 
 
 def _check_name(name: str, what: str) -> None:
-    if not name or name != name.strip() or "\n" in name or "(" in name:
+    # A playbook name ends at "(" in its header; an agent header takes the rest of the line.
+    if not name or name != name.strip() or "\n" in name or (what == "playbook" and "(" in name):
         raise PalWriteError(f"{what} name {name!r} cannot be written as a header")
 
 
