@@ -289,8 +289,12 @@ class AsyncMessageQueue:
         raising predicate loses nothing."""
         messages = self._messages
         # The loop runs in C (map / compress / islice); only the predicate itself runs per message in Python.
-        hits = list(islice(compress(zip(count(), messages), map(predicate, messages)), limit))
-        return [message for _, message in hits], [position for position, _ in hits]
+        positions = list(islice(compress(count(), map(predicate, messages)), limit))
+        if len(positions) <= _DELETE_IN_PLACE_LIMIT:
+            return [messages[position] for position in positions], positions
+        # Indexing a deque walks its blocks; for many matches one copy to a list is cheaper.
+        snapshot = list(messages)
+        return [snapshot[position] for position in positions], positions
 
     def _remove(self, positions: list[int]) -> None:
         """Remove the messages at `positions` (ascending)."""
