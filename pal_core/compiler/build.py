@@ -55,11 +55,14 @@ class _AgentPlan:
     """An agent whose names are known, before its markdown playbooks are compiled."""
 
     source: SourceAgent
-    name: str
+    name: str | None
+    """None when the header gives no usable name: the agent is then only checked for errors."""
     metadata: Metadata
     python_blocks: tuple[str, ...]
     python_playbooks: tuple[Playbook, ...]
     playbooks: list[_PlaybookPlan]
+    unusable: list[SourcePlaybook]
+    """Playbooks whose header is unusable or repeated: only checked for errors."""
 
 
 def build_program(document: SourceDocument, reporter: Reporter, file: str | None) -> Program:
@@ -67,12 +70,8 @@ def build_program(document: SourceDocument, reporter: Reporter, file: str | None
     plans: list[_AgentPlan] = []
     seen_agents: dict[str, int] = {}
     for source in document.agents:
-        if not source.line:
-            continue  # stand-in for playbooks written before any agent; already reported
         plan = _plan_agent(source, reporter)
-        if plan is None:
-            continue
-        if plan.name in seen_agents:
+        if plan.name is not None and plan.name in seen_agents:
             reporter.error(
                 DUPLICATE,
                 f"agent {plan.name} is already defined (line {seen_agents[plan.name]})",
@@ -80,14 +79,25 @@ def build_program(document: SourceDocument, reporter: Reporter, file: str | None
                 3,
                 len(source.title),
             )
-            continue
-        seen_agents[plan.name] = source.line
+            plan.name = None
+        elif plan.name is not None:
+            seen_agents[plan.name] = source.line
         plans.append(plan)
     directory = {
         plan.name: AgentCallees(name=plan.name, words=_title_words(plan), playbooks=_callees(plan))
         for plan in plans
+        if plan.name is not None
     }
-    agents = tuple(_build_agent(plan, directory, reporter) for plan in plans)
+    agents = tuple(
+        _build_agent(plan, plan.name, directory, reporter) for plan in plans if plan.name is not None
+    )
+    for plan in plans:
+        # Sections that cannot become part of the program are still read, so all their problems show.
+        unchecked = (
+            plan.unusable if plan.name is not None else [*plan.unusable, *(p.source for p in plan.playbooks)]
+        )
+        for source in unchecked:
+            compile_steps(source.sections.get("steps", []), _STAND_IN, reporter)
     return Program(
         agents=agents,
         frontmatter=document.frontmatter,
@@ -99,9 +109,11 @@ def build_program(document: SourceDocument, reporter: Reporter, file: str | None
 # --- planning (names first: a step may call a playbook defined further down) -------------------------
 
 
-def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan | None:
+def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan:
     name: str | None = None
-    if not source.title.strip():
+    if not source.line:
+        pass  # the stand-in for playbooks written before any agent header; that is already reported
+    elif not source.title.strip():
         reporter.error(BAD_HEADER, "agent header without a name; write '# Agent name'", source.line, 1, 1)
     else:
         try:
@@ -122,12 +134,14 @@ def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan | None:
     for playbook in python:
         names.setdefault(playbook.name, source.line)
     plans: list[_PlaybookPlan] = []
+    unusable: list[SourcePlaybook] = []
     for playbook_source in source.playbooks:
         header = read_playbook_header(
             playbook_source.title, playbook_source.line, playbook_source.column, reporter
         )
         playbook_metadata = _metadata(playbook_source.metadata, reporter)
         if header is None:
+            unusable.append(playbook_source)
             continue
         if header.name in names:
             reporter.error(
@@ -137,6 +151,7 @@ def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan | None:
                 playbook_source.column,
                 len(playbook_source.title),
             )
+            unusable.append(playbook_source)
             continue
         names[header.name] = playbook_source.line
         plans.append(
@@ -147,8 +162,6 @@ def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan | None:
                 returns=header.returns or _infer_returns(playbook_source, header),
             )
         )
-    if name is None:
-        return None
     return _AgentPlan(
         source=source,
         name=name,
@@ -156,6 +169,7 @@ def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan | None:
         python_blocks=tuple(codes),
         python_playbooks=tuple(python),
         playbooks=plans,
+        unusable=unusable,
     )
 
 
@@ -195,7 +209,14 @@ def _key_position(source: MetadataSource, key: str) -> tuple[int, int]:
     return source.line, 1
 
 
+_STAND_IN = StepContext(
+    playbook="", meeting=False, calls=CallIndex(AgentCallees(name="", words=(), playbooks={}), {})
+)
+"""The context for checking the steps of a section that cannot be compiled (its header is unusable)."""
+
+
 def _title_words(plan: _AgentPlan) -> tuple[str, ...]:
+    """The agent title as words, for spotting the agent named in a sentence."""
     title = plan.source.title.strip()
     return identifier_words(title) if title.isidentifier() else words_of(title)
 
@@ -217,17 +238,17 @@ def _callees(plan: _AgentPlan) -> dict[str, Callee]:
 # --- building -------------------------------------------------------------------------------------
 
 
-def _build_agent(plan: _AgentPlan, directory: dict[str, AgentCallees], reporter: Reporter) -> Agent:
-    calls = CallIndex(
-        directory[plan.name], {name: agent for name, agent in directory.items() if name != plan.name}
-    )
+def _build_agent(
+    plan: _AgentPlan, name: str, directory: dict[str, AgentCallees], reporter: Reporter
+) -> Agent:
+    calls = CallIndex(directory[name], {other: agent for other, agent in directory.items() if other != name})
     markdown = tuple(_build_playbook(playbook, calls, reporter) for playbook in plan.playbooks)
     playbooks = (*plan.python_playbooks, *markdown)
     description = _join_description(plan.source.description)
     if not description:
         description = agent_description(plan.source.title, [playbook.name for playbook in playbooks])
     return Agent(
-        name=plan.name,
+        name=name,
         description=description,
         metadata=plan.metadata,
         python_blocks=plan.python_blocks,

@@ -386,7 +386,8 @@ class _Reader:
         what = {"steps": "step", "triggers": "trigger", "notes": "note"}[self.section_name]
         self.reporter.error(
             BAD_STEP,
-            f"expected a list item ('- ...') in the '### {self.section_name.capitalize()}' section, one {what} per item",
+            f"expected a list item ('- ...') in the '### {self.section_name.capitalize()}' section, "
+            f"one {what} per item",
             number,
             len(line) - len(line.lstrip()) + 1,
         )

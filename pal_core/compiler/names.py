@@ -109,7 +109,8 @@ def read_playbook_header(text: str, line: int, column: int, reporter: Reporter) 
     if match is None:
         reporter.error(
             BAD_HEADER,
-            "playbook header must look like '## Name', '## Name($a, $b) -> type' or '## Do something with $a'",
+            "playbook header must look like '## Name', '## Name($a, $b) -> type' "
+            "or '## Do something with $a'",
             line,
             column,
         )

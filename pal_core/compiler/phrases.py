@@ -49,7 +49,7 @@ _ARRIVAL_WORDS = frozenset(
 
 
 def trigger_code(text: str) -> tuple[str, str]:
-    """The trigger code and the trigger text (an explicit `BGN`/`CND`/`EVT` prefix is honoured and removed)."""
+    """The trigger code and the trigger text; an explicit `BGN`/`CND`/`EVT` prefix is honoured and removed."""
     explicit = _EXPLICIT_TRIGGER_RE.match(text.strip())
     if explicit is not None and explicit.group("text").strip():
         return explicit.group("code"), explicit.group("text").strip()
@@ -149,7 +149,8 @@ def is_condition(text: str) -> bool:
 
 _RETURN_RE = re.compile(r"return\b(?![ \t]+to\b)[ \t]*:?[ \t]*(?P<value>.*)\Z", re.IGNORECASE | re.DOTALL)
 _EXIT_RE = re.compile(
-    r"(?:(?:end|exit|quit|terminate|stop|close)(?:\s+the)?\s+(?:program|conversation|session|chat|app|application)"
+    r"(?:(?:end|exit|quit|terminate|stop|close)(?:\s+the)?\s+"
+    r"(?:program|conversation|session|chat|app|application)"
     r"|exit|quit|end)[.!]?\Z",
     re.IGNORECASE,
 )
@@ -219,7 +220,8 @@ _JUMP_TARGET_RE = r"(?P<target>.+?)"
 _WHOLE_JUMP_RES = (
     re.compile(r"(?:go|jump|loop|skip)\s+back(?:\s+to\s+" + _JUMP_TARGET_RE + r")?", re.IGNORECASE),
     re.compile(
-        r"(?:return|go|jump|skip)\s+to\s+(?P<target>step\s+.+?|the\s+(?:beginning|start|top)|the\s+first\s+step)",
+        r"(?:return|go|jump|skip)\s+to\s+"
+        r"(?P<target>step\s+.+?|the\s+(?:beginning|start|top)|the\s+first\s+step)",
         re.IGNORECASE,
     ),
     re.compile(
@@ -229,7 +231,8 @@ _WHOLE_JUMP_RES = (
     ),
 )
 _TRAILING_JUMP_RE = re.compile(
-    r"(?P<action>.+?)(?:\s*,\s*|\s+)(?:and\s+then|and|then)\s+(?P<jump>(?:go|jump|loop)\s+back\b.*|start\s+over.*"
+    r"(?P<action>.+?)(?:\s*,\s*|\s+)(?:and\s+then|and|then)\s+"
+    r"(?P<jump>(?:go|jump|loop)\s+back\b.*|start\s+over.*"
     r"|(?:return|go|jump)\s+to\s+step\s+.*)\Z",
     re.IGNORECASE | re.DOTALL,
 )

@@ -230,7 +230,8 @@ class _StepCompiler:
         return [_Draft(opcode="EXE", text=text, span=span)]
 
     def reply_target(self, text: str) -> str:
-        """Who answers a question: the meeting in a meeting playbook (unless the user is named), else the user."""
+        """Who answers a question: the meeting in a meeting playbook (unless the user is named), else
+        the user."""
         if self.context.meeting and "user" not in words_of(text):
             return "meeting"
         return "user"
@@ -299,7 +300,8 @@ class _StepCompiler:
                 written = ".".join(str(part) for part in phrase.path)
                 self.reporter.error(
                     BAD_JUMP,
-                    f"there is no step {written} to go back to (steps are counted from 1 at each level of the list)",
+                    f"there is no step {written} to go back to "
+                    "(steps are counted from 1 at each level of the list)",
                     item.line,
                     item.column,
                     len(item.text.strip()),
@@ -310,7 +312,8 @@ class _StepCompiler:
             if target is None:
                 self.reporter.error(
                     BAD_JUMP,
-                    f"no step starts with {phrase.text!r}; name the step by its number, as in 'Go back to step 2'",
+                    f"no step starts with {phrase.text!r}; "
+                    "name the step by its number, as in 'Go back to step 2'",
                     item.line,
                     item.column,
                     len(item.text.strip()),

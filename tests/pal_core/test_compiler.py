@@ -298,7 +298,10 @@ def test_assignments_are_executed() -> None:
 
 
 def test_calls_yield_when_their_result_is_needed() -> None:
-    extra = "\n## Fetch price($item) -> float\n### Steps\n- Return 9.5\n\n## Log($text)\n### Steps\n- Note $text\n"
+    extra = (
+        "\n## Fetch price($item) -> float\n### Steps\n- Return 9.5\n\n"
+        "## Log($text)\n### Steps\n- Note $text\n"
+    )
     assert steps_of(
         "- $p = FetchPrice($item)",
         "- FetchPrice($item)",
@@ -504,7 +507,8 @@ def test_comments_go_with_headers_descriptions_or_the_end() -> None:
 def test_front_matter_python_and_public_json_pass_through() -> None:
     markdown = (
         "---\ntitle: Demo\n---\n# A\nText.\n\n## P\n### Steps\n- Say hi\n\n"
-        "```python\nimport math\n\n@playbook\nasync def root(x: float) -> float:\n    return math.sqrt(x)\n```\n\n"
+        "```python\nimport math\n\n@playbook\nasync def root(x: float) -> float:\n"
+        "    return math.sqrt(x)\n```\n\n"
         '```public.json\n[{"name": "root"}]\n```\n'
     )
     program = compile_markdown(markdown)
@@ -578,19 +582,23 @@ def test_bad_markdown_is_reported_at_the_right_place(
 
 
 def test_every_problem_is_reported_with_its_marked_line() -> None:
-    markdown = "Intro\n# A\n## ()\n### Steps\n- Try again\n## P\n### Notes\nloose text\n### Steps\n- Go back to step 9\n"
+    markdown = (
+        "Intro\n# A\n## ()\n### Steps\n- Try again\n## P\n### Notes\nloose text\n"
+        "### Steps\n- Go back to step 9\n"
+    )
     with pytest.raises(PalSyntaxError) as caught:
         compile_markdown(markdown, file="many.pb")
     assert [(error.line, error.code) for error in caught.value.errors] == [
         (1, "PAL001"),
         (3, "PAL002"),
+        (5, "PAL020"),  # checked although its playbook has no name
         (8, "PAL003"),
         (10, "PAL020"),
     ]
     rendered = str(caught.value)
     assert "many.pb:10:3: PAL020" in rendered
     assert "    - Go back to step 9\n      ^^^^^^^^^^^^^^^^^" in rendered
-    assert rendered.endswith("4 errors")
+    assert rendered.endswith("5 errors")
 
 
 # --- any input -------------------------------------------------------------------------------------
