@@ -70,7 +70,10 @@ class _StepCompiler:
     def __init__(self, context: StepContext, reporter: Reporter) -> None:
         self.context = context
         self.reporter = reporter
+        # Items are mutable dataclasses (unhashable), so the first draft of each is keyed by id(); the
+        # items made for inline actions are kept in `made` so that no id is reused while compiling.
         self.primary: dict[int, _Draft] = {}
+        self.made: list[SourceItem] = []
         self.paths: dict[tuple[int, ...], SourceItem] = {}
         self.order: list[SourceItem] = []
         self.pending: list[_PendingJump] = []
@@ -122,7 +125,7 @@ class _StepCompiler:
         if jump is not None:
             draft = _Draft(opcode="JMP", span=span)
             self.primary[id(item)] = draft
-            self.place_jump(draft, jump, item, enclosing, siblings)
+            self.place_jump(draft, jump, item, enclosing)
             if item.children:
                 self.reporter.error(
                     BAD_STEP, "a jump cannot have nested steps; put them before it", item.line, item.column
@@ -139,7 +142,7 @@ class _StepCompiler:
             drafts.append(_Draft(opcode="YLD", text="exit", span=span))
         elif tail is not None:
             follow = _Draft(opcode="JMP", span=span)
-            self.place_jump(follow, tail[1], item, enclosing, siblings)
+            self.place_jump(follow, tail[1], item, enclosing)
             drafts.append(follow)
         elif main.opcode == "QUE" and phrases.mentions_try_again(text) and enclosing:
             # `Ask them to try again` inside a condition: after the answer, check the condition again.
@@ -167,6 +170,7 @@ class _StepCompiler:
         body = item.children
         if parts.action is not None:
             action = SourceItem(text=parts.action, line=item.line, column=item.column + parts.action_offset)
+            self.made.append(action)
             if parts.action.rstrip().endswith(":"):
                 # `For each dish, specify:` - the nested items belong to the action.
                 action.children = item.children
@@ -244,12 +248,7 @@ class _StepCompiler:
     # --- jumps -------------------------------------------------------------------------------------
 
     def place_jump(
-        self,
-        draft: _Draft,
-        phrase: phrases.JumpPhrase,
-        item: SourceItem,
-        enclosing: tuple[_Draft, ...],
-        siblings: list[_Draft],
+        self, draft: _Draft, phrase: phrases.JumpPhrase, item: SourceItem, enclosing: tuple[_Draft, ...]
     ) -> None:
         if phrase.kind == "enclosing":
             if not enclosing:

@@ -52,6 +52,7 @@ def test_the_seed_example_compiles_to_the_seed_output() -> None:
 def test_fixture_compiles_to_the_reviewed_pal(name: str) -> None:
     program = compile_file(PB / f"{name}.pb")
     assert write(program) == (PB / f"{name}.pal").read_text(encoding="utf-8")
+    assert program.source == str(PB / f"{name}.pb")
 
 
 @pytest.mark.parametrize("name", [*FIXTURE_NAMES, "seed_customer_support"])
