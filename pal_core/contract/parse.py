@@ -80,14 +80,15 @@ class StrayCallAction:
 AnswerAction = Action | StrayCallAction
 """Every action `parse_answer` produces: the model's actions plus StrayCallAction."""
 
+# `~` stands for any blank but a newline: models also write no-break spaces.
 _LINE_HEAD = re.compile(
-    r"[ \t]*(?:[-*+][ \t]+)?(?:"
-    r"(?P<section>recap|plan)[ \t]*[-–—:]+[ \t]*"
-    r"|(?P<trig>trig(?:[ \t]+on[ \t][^?\n]*)?[ \t]*\?)[ \t]*"
-    r"|(?P<yld_question>yld[ \t]*\?)"
-    r"|(?P<yld>yld)(?![\w?])[ \t]*"
-    r"|(?P<what>what[ \t]*\?)[ \t]*"
-    r")",
+    r"~*(?:[-*+]~+)?(?:"
+    r"(?P<section>recap|plan)~*[-–—:]+~*"
+    r"|(?P<trig>trig(?:~+on~[^?\n]*)?~*\?)~*"
+    r"|(?P<yld_question>yld~*\?)"
+    r"|(?P<yld>yld)(?![\w?])~*"
+    r"|(?P<what>what~*\?)~*"
+    r")".replace("~", r"[^\S\n]"),
     re.IGNORECASE,
 )
 _ANCHOR = re.compile(r"`|(?<![\w$.])(?:Step|Var|Return|Trigger)\[|(?<![\w$.])SaveArtifact[ \t]*\(")
@@ -146,7 +147,9 @@ class _Text:
     """Prose between constructs, backticked prose included."""
 
     start: int
+    """Where it starts in the answer."""
     end: int
+    """Where it ends."""
 
 
 @dataclass(slots=True)
@@ -154,9 +157,13 @@ class _StepDraft:
     """A StepAction still collecting the calls and notes written after it."""
 
     ref: StepRef
+    """The step's reference."""
     span: Span
+    """Where the reference is."""
     calls: list[Call] = field(default_factory=list)
+    """Inline calls so far."""
     notes: list[str] = field(default_factory=list)
+    """Prose pieces so far, joined with spaces into the note."""
 
     def finish(self) -> StepAction:
         return StepAction(ref=self.ref, calls=tuple(self.calls), note=" ".join(self.notes), span=self.span)
@@ -346,7 +353,8 @@ class _AnswerReader:
 
     def _add_yield(self, said: str, span: Span) -> None:
         self.step = None
-        tail = _YIELD_TAIL.search(said)
+        said = said.strip(" \t`:-–—")
+        tail = _YIELD_TAIL.search(said)  # `yld for meeting 100, waiting for replies`
         words = (said[: tail.start()] if tail else said).strip(" \t.`")
         self._add(YieldAction(target=parse_yield_target(words), span=span))
 
@@ -415,7 +423,8 @@ class _AnswerReader:
         summary = slots.get("summary")
         content = slots.get("content")
         usage = 'SaveArtifact takes ($name, "summary", "content")'
-        if set(slots) != set(order) or name is None or summary is None or content is None:
+        complete = len(call.arguments) == 3 and set(slots) == set(order)
+        if not complete or name is None or summary is None or content is None:
             raise answer_error(self.text, item.start, BAD_ARTIFACT, usage, item.open - item.start)
         if name.kind is ArgKind.VARIABLE or (name.kind is ArgKind.LITERAL and isinstance(name.value, str)):
             artifact_name = str(name.value).removeprefix("$")
@@ -478,7 +487,7 @@ class _AnswerReader:
                 if cursor < end:
                     items.append(_Text(start=cursor, end=end))
                 return items, end
-            if found.start() > cursor:
+            if found.start() > cursor and not text[cursor : found.start()].isspace():
                 items.append(_Text(start=cursor, end=found.start()))
             simple = _SIMPLE_REFERENCE.match(text, found.start(), end)
             if simple is not None and (simple.group("kind") == "Step") != (simple.group("line")[0] == "T"):

@@ -51,7 +51,7 @@ def parse_value(raw: str) -> tuple[JsonValue, bool]:
     first = text[0]
     if first in '"[{-0123456789tfn':
         try:
-            return json.loads(text, strict=False, parse_constant=_reject, parse_float=_finite_float), True
+            return _JSON.decode(text), True
         except (ValueError, RecursionError):
             pass
     if first in _LITERAL_STARTS:
@@ -275,3 +275,8 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{text} is out of range")
     return value
+
+
+# Built once: json.loads with options builds a decoder on every call. Real newlines in strings are
+# allowed (strict=False); NaN, Infinity and 1e999 are not JSON values.
+_JSON = json.JSONDecoder(strict=False, parse_constant=_reject, parse_float=_finite_float)

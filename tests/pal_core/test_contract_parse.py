@@ -369,6 +369,8 @@ def test_a_second_recap_is_commentary_and_recap_needs_a_separator() -> None:
         ("yld agent Host", YieldTarget(kind=YieldKind.AGENT, name="Host")),
         ("yld finished", YieldTarget(kind=YieldKind.UNKNOWN, name="finished")),
         ("yld", YieldTarget(kind=YieldKind.UNKNOWN, name="")),
+        ("yld `user`", YieldTarget(kind=YieldKind.USER)),
+        ("yld: exit", YieldTarget(kind=YieldKind.EXIT)),
     ],
 )
 def test_yield_forms(line: str, target: YieldTarget) -> None:
@@ -606,6 +608,7 @@ def test_spans_point_at_the_constructs() -> None:
         ('trig? no `Step["A:01:QUE"]`', 1, 11, BAD_TRIGGER_CHECK, "only `Trigger["),
         ('`SaveArtifact($a, "s")`', 1, 2, BAD_ARTIFACT, 'SaveArtifact takes ($name, "summary", "content")'),
         ('`SaveArtifact(1, "s", "c")`', 1, 2, BAD_ARTIFACT, "the name must be `$name`"),
+        ('`SaveArtifact($a, "s", "c", name=$b)`', 1, 2, BAD_ARTIFACT, "SaveArtifact takes"),
         ('`SaveArtifact($a, "s", $c)`', 1, 2, BAD_ARTIFACT, "the content must be a string"),
     ],
 )
