@@ -514,7 +514,10 @@ class _Parser:
     def start_section(self, number: int, line: str) -> None:
         title = line[4:].strip()
         key = _SECTIONS.get(title.lower())
-        if self.pending_comments:
+        if self.pending_comments and (
+            self.state not in (_State.PLAYBOOK_HEAD, _State.PLAYBOOK_DESCRIPTION)
+            or not self.flush_comments_into_description()
+        ):
             self.reject_pending_comments()
         if (
             self.state in (_State.TOP, _State.AGENT_HEAD, _State.AGENT_DESCRIPTION)

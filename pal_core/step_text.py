@@ -243,6 +243,16 @@ def python_source(text: str) -> str:
 
 
 _SPECIAL_RE = re.compile(r"[()\[\]{}\"'\\,;]")
+_SPECIAL_BY_SEPARATOR: dict[str, re.Pattern[str]] = {",": _SPECIAL_RE, ";": _SPECIAL_RE}
+
+
+def _specials(separator: str) -> re.Pattern[str]:
+    """The scanning pattern for a separator (brackets, quotes, backslash and the separator itself)."""
+    pattern = _SPECIAL_BY_SEPARATOR.get(separator)
+    if pattern is None:
+        pattern = re.compile(r"[()\[\]{}\"'\\" + re.escape(separator) + "]")
+        _SPECIAL_BY_SEPARATOR[separator] = pattern
+    return pattern
 
 
 def find_closing_paren(text: str, open_index: int) -> int | None:
@@ -294,7 +304,7 @@ def _split(text: str, separator: str, respect_quotes: bool) -> list[str] | None:
     quote = ""
     start = 0
     skip_until = -1
-    for match in _SPECIAL_RE.finditer(text):
+    for match in _specials(separator).finditer(text):
         index = match.start()
         if index < skip_until:
             continue

@@ -45,9 +45,15 @@ def _write_agent(agent: Agent, out: list[str]) -> None:
     out.extend(agent.comments)
     out.append(f"# {agent.name}")
     _write_metadata(agent.metadata, out)
+    written = [playbook for playbook in agent.playbooks if _written_as_section(playbook)]
     if agent.description:
+        # A trailing comment reads back as description only when a block or section follows it.
+        block_follows = bool(agent.python_blocks) or (not written and agent.public_json is not None)
         _check_description(
-            agent.description, f"agent {agent.name}", after_metadata=not agent.metadata.is_empty()
+            agent.description,
+            f"agent {agent.name}",
+            after_metadata=not agent.metadata.is_empty(),
+            may_end_with_comment=block_follows,
         )
         out.append(agent.description)
     for code in agent.python_blocks:
@@ -56,13 +62,10 @@ def _write_agent(agent: Agent, out: list[str]) -> None:
         out.append("```python")
         out.append(code)
         out.append("```")
-    for playbook in agent.playbooks:
-        if playbook.kind is PlaybookKind.PYTHON and playbook.code_block is not None:
-            continue  # written as part of its python block
-        if playbook.kind is PlaybookKind.REMOTE:
-            continue  # listed from the remote server when the program starts
+    for index, playbook in enumerate(written):
         out.append("")
-        _write_playbook(playbook, out)
+        last = index == len(written) - 1
+        _write_playbook(playbook, out, block_follows=last and agent.public_json is not None)
     if agent.public_json is not None:
         out.append("")
         out.append("```public.json")
@@ -70,14 +73,25 @@ def _write_agent(agent: Agent, out: list[str]) -> None:
         out.append("```")
 
 
-def _write_playbook(playbook: Playbook, out: list[str]) -> None:
+def _written_as_section(playbook: Playbook) -> bool:
+    if playbook.kind is PlaybookKind.PYTHON and playbook.code_block is not None:
+        return False  # written as part of its python block
+    # Remote playbooks are listed from the remote server when the program starts.
+    return playbook.kind is not PlaybookKind.REMOTE
+
+
+def _write_playbook(playbook: Playbook, out: list[str], *, block_follows: bool = False) -> None:
     _check_name(playbook.name, "playbook")
     out.extend(playbook.comments)
     out.append(header(playbook))
     _write_metadata(playbook.metadata, out)
     if playbook.description:
+        has_sections = bool(playbook.triggers or playbook.steps or playbook.notes)
         _check_description(
-            playbook.description, f"playbook {playbook.name}", after_metadata=not playbook.metadata.is_empty()
+            playbook.description,
+            f"playbook {playbook.name}",
+            after_metadata=not playbook.metadata.is_empty(),
+            may_end_with_comment=has_sections or block_follows,
         )
         out.append(playbook.description)
     if playbook.triggers:
@@ -162,7 +176,7 @@ def _check_code(code: str, what: str) -> None:
             raise PalWriteError(f"{what}: python code contains a line '```', which would end the block")
 
 
-def _check_description(text: str, what: str, after_metadata: bool) -> None:
+def _check_description(text: str, what: str, *, after_metadata: bool, may_end_with_comment: bool) -> None:
     """Refuse description text that the parser would read as structure."""
     lines = text.split("\n")
     if not lines[0].strip() or not lines[-1].strip():
@@ -202,7 +216,7 @@ def _check_description(text: str, what: str, after_metadata: bool) -> None:
             raise PalWriteError(f"{what}: description line {line!r} would read as a header")
     if in_fence or in_comment:
         raise PalWriteError(f"{what}: description has an unclosed ``` block or comment")
-    if last_is_comment:
+    if last_is_comment and not may_end_with_comment:
         raise PalWriteError(
             f"{what}: a description cannot end with a comment (it would read as the next header's)"
         )

@@ -293,7 +293,7 @@ class _FlowParser:
         while self.index < len(self.text) and self.text[self.index] == " ":
             self.index += 1
 
-    def value(self) -> Any:
+    def value(self, *, key: bool = False) -> Any:
         self.skip_spaces()
         if self.index >= len(self.text):
             raise self.error("expected a value")
@@ -313,7 +313,9 @@ class _FlowParser:
             ):
                 break
             self.index += 1
-        return resolve_plain(self.text[start : self.index].strip())
+        plain = self.text[start : self.index].strip()
+        # Keys are always strings: `{00: x}` has the key "00", not 0.
+        return plain if key else resolve_plain(plain)
 
     def sequence(self) -> list[Any]:
         self.index += 1
@@ -341,7 +343,7 @@ class _FlowParser:
             self.index += 1
             return result
         while True:
-            key = self.value()
+            key = self.value(key=True)
             self.skip_spaces()
             if not self.text.startswith(":", self.index):
                 raise self.error("expected ':' in a flow mapping")
