@@ -1,0 +1,132 @@
+"""ScriptedModel: a deterministic model for tests and demos; answers from a list, or from a function of the
+request. It keeps every request it received so a test can check the prompts."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from runtime.models.base import ModelError, ModelRequest, ModelResponse
+
+AnswerFunction = Callable[[ModelRequest], "str | Awaitable[str]"]
+"""A function that answers a request, plain or async."""
+
+PROMPT_TAIL_CHARS = 400
+"""How much of the prompt's end an exhaustion error shows."""
+
+
+class ScriptedModel:
+    """Answers in order from a list of strings, or by calling a function with each request.
+
+    With a list, call n gets answer n; one call more than there are answers raises ModelError naming how
+    many answers there were and showing the end of the prompt, so a failing test shows where it stopped.
+    """
+
+    def __init__(self, answers: Sequence[str] | AnswerFunction, *, name: str = "scripted") -> None:
+        if isinstance(answers, str | bytes):
+            raise TypeError(
+                f"ScriptedModel takes a list of answers or a function, not one {type(answers).__name__}; "
+                f"write ScriptedModel([{answers!r}])"
+            )
+        self._function: AnswerFunction | None = None
+        self._answers: tuple[str, ...] = ()
+        if callable(answers):
+            self._function = answers
+        elif isinstance(answers, Sequence):
+            for index, answer in enumerate(answers):
+                if not isinstance(answer, str):
+                    raise TypeError(f"ScriptedModel answer {index} is a {type(answer).__name__}, not a str")
+            self._answers = tuple(answers)
+        else:
+            raise TypeError(
+                f"ScriptedModel takes a list of answers or a function, not a {type(answers).__name__}"
+            )
+        self._name = name
+        self._requests: list[ModelRequest] = []
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path, *, name: str | None = None) -> ScriptedModel:
+        """Answers from a JSONL file with one `{"text": "..."}` object per line (blank lines skipped)."""
+        file = Path(path)
+        try:
+            lines = file.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise ModelError(f"cannot read scripted answers from {file}: {exc.strerror or exc}") from exc
+        answers: list[str] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ModelError(f"{file}:{number}: not a JSON object: {exc.msg}") from exc
+            if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+                raise ModelError(
+                    f'{file}:{number}: expected an object with a string "text", got {line[:80]!r}'
+                )
+            answers.append(record["text"])
+        return cls(answers, name=name if name is not None else f"scripted:{file}")
+
+    @property
+    def name(self) -> str:
+        """The model's name in traces and errors."""
+        return self._name
+
+    @property
+    def requests(self) -> tuple[ModelRequest, ...]:
+        """Every request received, in order (including one that found no answer)."""
+        return tuple(self._requests)
+
+    @property
+    def calls(self) -> int:
+        """How many requests were received."""
+        return len(self._requests)
+
+    @property
+    def remaining(self) -> int | None:
+        """Answers not yet given; None when answers come from a function."""
+        if self._function is not None:
+            return None
+        return max(len(self._answers) - len(self._requests), 0)
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """The next answer (list) or the function's answer to `request`."""
+        self._requests.append(request)
+        call = len(self._requests)
+        if self._function is None:
+            if call > len(self._answers):
+                raise ModelError(
+                    f"{self._name} ran out of answers: it had {len(self._answers)} and this is call {call}; "
+                    f"the prompt ended with:\n{_prompt_tail(request)}"
+                )
+            return ModelResponse(text=self._answers[call - 1], model=self._name)
+        answer = self._function(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if not isinstance(answer, str):
+            raise TypeError(
+                f"{self._name}: the answer function {_describe(self._function)} returned a "
+                f"{type(answer).__name__} for call {call}; it must return a str"
+            )
+        return ModelResponse(text=answer, model=self._name)
+
+    def __repr__(self) -> str:
+        source = _describe(self._function) if self._function else f"{len(self._answers)} answers"
+        return f"ScriptedModel({source}, name={self._name!r}, calls={self.calls})"
+
+
+def _prompt_tail(request: ModelRequest) -> str:
+    if not request.messages:
+        return "    (no messages)"
+    last = request.messages[-1]
+    text = last.content
+    if len(text) > PROMPT_TAIL_CHARS:
+        text = "..." + text[-PROMPT_TAIL_CHARS:]
+    body = "\n".join(f"    {line}" for line in text.splitlines()) or "    (empty)"
+    return f"    [{last.role}]\n{body}"
+
+
+def _describe(function: object) -> str:
+    return getattr(function, "__qualname__", None) or repr(function)
