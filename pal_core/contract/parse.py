@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pal_core.contract.errors import (
     BAD_ARTIFACT,
@@ -126,7 +126,31 @@ _KEYWORD_LABELS = {"Step": "Step[", "Var": "Var[", "Return": "Return[", "Trigger
 def parse_answer(text: str) -> Answer:
     """Read a model answer. Raises ContractSyntaxError (with line, column and the marked line)."""
     source = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
-    return _AnswerReader(source).read(raw=text)
+    try:
+        return _AnswerReader(source).read(raw=text)
+    except ContractSyntaxError as error:
+        restarted = _restart_after(source, error)
+        if restarted is None:
+            raise
+        # The model broke off inside a construct and wrote the whole answer again (seen in real output,
+        # answer 24 of the corpus): the restart is the answer; the broken attempt is kept as commentary.
+        answer = _AnswerReader(source[restarted:]).read(raw=text)
+        return replace(answer, commentary=(source[:restarted].rstrip(), *answer.commentary))
+
+
+_RESTART = re.compile(r"recap[ \t]*[-–—:]")
+
+
+def _restart_after(source: str, error: ContractSyntaxError) -> int | None:
+    """Where a restarted answer begins, when `error` is a construct left open by a cut-off answer."""
+    if error.code != UNTERMINATED:
+        return None
+    lines = source.split("\n")
+    offset = sum(len(line) + 1 for line in lines[: error.line - 1]) + error.column - 1
+    match = _RESTART.search(source, offset + 1)
+    if match is None or match.start() == 0:
+        return None
+    return match.start()
 
 
 @dataclass(slots=True)
