@@ -1,0 +1,341 @@
+"""Example turns for the prompt, built from the program being run (never a fixed example).
+
+A small model follows a format far better when it has seen it filled in for the very playbook it
+runs. `build_example_turns` walks the playbook's flow graph like a turn would (pal_core.flow through
+runtime.local.turns) and writes each step the way the turn grammar admits it: the first example
+starts the playbook, the second continues after the first one's yield (or, when the first one
+finished the playbook, takes another branch from the start).
+
+Values are placeholders of the right type (`"example"`, `1`, `true`, ...) unless the program
+writes a literal; Say messages are the step's own instruction. Both are meant to show the shape of
+an answer, not its content.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pal_core.flow import EdgeKind
+from pal_core.ir import ArgKind, Call, JsonValue, Program, Step
+from runtime.local.turns import (
+    SAY,
+    TurnLimits,
+    TurnPlan,
+    TurnSpec,
+    ValueKind,
+    argument_text,
+    returns_value,
+    say_target,
+)
+from runtime.models.base import ChatMessage
+
+_PLACEHOLDERS: dict[ValueKind, JsonValue] = {
+    ValueKind.STRING: "example",
+    ValueKind.INTEGER: 1,
+    ValueKind.NUMBER: 1.5,
+    ValueKind.BOOLEAN: True,
+    ValueKind.LIST: ["example"],
+    ValueKind.OBJECT: {"key": "example"},
+    ValueKind.ANY: "example",
+}
+_TYPED_VARIABLE = re.compile(r"\$([A-Za-z_]\w*)(?::[A-Za-z_]\w*(?:\[[^\]\n]*\])?)?")
+_NOT_IN_STRINGS = re.compile(r'["\\`\x00-\x1f]')
+_NOT_IN_NOTES = re.compile(r"[`\[\]\x00-\x1f]")
+_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,8})?")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExampleTurn:
+    """One example: what the runtime asked, and an answer that follows the contract exactly."""
+
+    situation: str
+    """What the turn was asked to do, in the words a prompt would use."""
+    answer: str
+    """The model's answer."""
+    spec: TurnSpec
+    """The turn the answer belongs to (its grammar admits the answer)."""
+
+    def messages(self) -> tuple[ChatMessage, ChatMessage]:
+        """The example as a user/assistant pair of chat messages."""
+        return ChatMessage(role="user", content=self.situation), ChatMessage(
+            role="assistant", content=self.answer
+        )
+
+
+def build_example_turns(
+    program: Program,
+    agent: str,
+    playbook: str,
+    variables: Mapping[str, JsonValue] | None = None,
+    limits: TurnLimits | None = None,
+) -> tuple[ExampleTurn, ...]:
+    """Up to two example turns of `agent.playbook` (one when the playbook has only one way through a
+    turn). Raises GrammarError for an unknown agent or playbook, as the grammar generator does."""
+    base = TurnSpec(
+        program=program,
+        agent=agent,
+        playbook=playbook,
+        variables=dict(variables or {}),
+        limits=limits or TurnLimits(),
+    )
+    first_plan = TurnPlan(base)
+    first = _ExampleWriter(first_plan, base).write(first_plan.entries[0], avoid=None, resumed=False)
+    examples = [first]
+    last = first.path[-1]
+    if first_plan.continuations[last] and first.ending not in ("return", "exit"):
+        resumed = TurnSpec(
+            program=program,
+            agent=agent,
+            playbook=playbook,
+            resume_after=last,
+            variables={**base.variables, **first.values},
+            limits=base.limits,
+        )
+        plan = TurnPlan(resumed)
+        examples.append(_ExampleWriter(plan, resumed).write(plan.entries[0], avoid=None, resumed=True))
+    else:
+        other = _ExampleWriter(first_plan, base).write(first_plan.entries[0], avoid=first.path, resumed=False)
+        if other.path != first.path:
+            examples.append(other)
+    return tuple(example.turn for example in examples)
+
+
+def render_examples(turns: tuple[ExampleTurn, ...]) -> str:
+    """The examples as one prompt block."""
+    blocks = [
+        f"Example {index}: {turn.situation}\n{turn.answer}" for index, turn in enumerate(turns, start=1)
+    ]
+    return "\n\n".join(blocks)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Example:
+    turn: ExampleTurn
+    path: tuple[str, ...]
+    """The lines executed."""
+    ending: str
+    """What followed `yld `."""
+    values: dict[str, JsonValue]
+    """Variables the example set."""
+
+
+class _ExampleWriter:
+    def __init__(self, plan: TurnPlan, spec: TurnSpec) -> None:
+        self.plan = plan
+        self.spec = spec
+        self.limits = spec.limits
+        self.values: dict[str, JsonValue] = dict(spec.variables)
+        self.set_here: dict[str, JsonValue] = {}
+
+    def write(self, entry: str, avoid: tuple[str, ...] | None, resumed: bool) -> _Example:
+        plan = self.plan
+        name = plan.playbook.name
+        path = self._path(entry, avoid)
+        lines: list[str] = []
+        if resumed:
+            asked = self._asked_before(self.spec.resume_after or "")
+            situation = f"Continue {name} after line {self.spec.resume_after}."
+            if asked:
+                said = ", ".join(f"{variable} is {_json(self._placeholder(variable))}" for variable in asked)
+                situation += f" The reply says: {said}."
+            lines.append(
+                "recap – "
+                + _clip(f"{name} resumed after line {self.spec.resume_after}", self.limits.line_chars)
+            )
+        else:
+            asked = ()
+            situation = f"Run {name} from line {entry}."
+            lines.append("recap – " + _clip(f"starting {name}", self.limits.line_chars))
+        lines.append("plan – " + _clip(f"execute {name} from line {entry}", self.limits.line_chars))
+        for variable in asked[: self.limits.leading_vars]:
+            lines.append(self._var(variable, self._placeholder(variable)))
+        if asked:
+            lines.append("trig? no")
+        ending = ""
+        for index, line in enumerate(path):
+            following = path[index + 1] if index + 1 < len(path) else None
+            lines.extend(self._step_lines(plan.steps[line], following))
+            if following is None:
+                exit_ = plan.exits[line]
+                ending = exit_.words[0] if exit_ is not None else "return"
+                lines.append(f"yld {ending}")
+            else:
+                lines.append("trig? no")
+        turn = ExampleTurn(situation=situation, answer="\n".join(lines), spec=self.spec)
+        return _Example(turn=turn, path=path, ending=ending, values=dict(self.set_here))
+
+    # The path ------------------------------------------------------------------------------------
+
+    def _path(self, entry: str, avoid: tuple[str, ...] | None) -> tuple[str, ...]:
+        """The quickest legal way to the end of a turn. With `avoid`, follow that path until the first
+        point where another way is open, take it, then go the quickest way again."""
+        plan = self.plan
+        path = [entry]
+        remaining = plan.budget
+        diverged = avoid is None
+        while True:
+            line = path[-1]
+            # sorted() is stable: among equally quick lines, edge order decides.
+            choices = sorted(plan.next_lines(line, remaining), key=lambda target: plan.distance[target])
+            if not diverged and avoid is not None:
+                taken = avoid[len(path)] if len(path) < len(avoid) else None
+                others = [target for target in choices if target != taken]
+                if others:
+                    diverged = True
+                    choices = others
+                elif taken is None:
+                    return tuple(path)
+                else:
+                    choices = [taken]
+            elif plan.exits[line] is not None or not choices:
+                return tuple(path)
+            path.append(choices[0])
+            remaining -= 1
+
+    def _asked_before(self, line: str) -> tuple[str, ...]:
+        """Variables the steps up to `line` declare but the turn before did not set: what the reply brings."""
+        plan = self.plan
+        asked: list[str] = []
+        for step in plan.flow.order:
+            for name in plan.declared_in(step):
+                if name not in self.values and name not in asked:
+                    asked.append(name)
+            if step.line == line:
+                break
+        return tuple(asked)
+
+    # Steps ---------------------------------------------------------------------------------------
+
+    def _step_lines(self, step: Step, following: str | None) -> list[str]:
+        plan = self.plan
+        head = f'`Step["{plan.ref(step.line)}"]`'
+        if returns_value(step):
+            return [f"{head} {self._return(step)}"]
+        if step.call is not None:
+            return [f"{head} `{self._call(step.call)}`"]
+        if step.opcode == "EXE":
+            if step.assignment is not None:
+                target = step.assignment.target.name
+                return [head, self._var(target, self._assigned(target, step.assignment.expression))]
+            produced = plan.declared_in(step)[: self.limits.step_vars]
+            return [head] + [self._var(name, self._placeholder(name)) for name in produced]
+        if step.opcode == "QUE":
+            return [f'{head} `Say("user", {_json(self._message(step.text))})`']
+        if step.opcode == "CND":
+            return [f"{head} {self._condition_note(step, following)}"]
+        return [head]
+
+    def _return(self, step: Step) -> str:
+        plan = self.plan
+        kind = plan.return_kind()
+        summary = _clip_string(f"{plan.playbook.name}() finished its steps", self.limits.summary_chars)
+        if kind is None or (plan.playbook.returns is None and not step.text.strip()):
+            value = "`Return[]`"
+        else:
+            value = f"`Return[{_json(self._example_of(kind, step.text))}]`"
+        return f"{value} `Var[$__, {_json(summary)}]`"
+
+    def _call(self, call: Call) -> str:
+        result = ""
+        if call.result is not None:
+            typed = f":{call.result.type}" if call.result.type else ""
+            result = f"${call.result.name}{typed} = "
+            self._remember(call.result.name, self._placeholder(call.result.name))
+        if call.name == SAY:
+            text = call.arguments[-1].text if call.arguments else "Hello"
+            return f"{result}Say({say_target(call)}, {_json(self._message(text))})"
+        arguments = []
+        for argument in call.arguments:
+            prefix = f"{argument.name}=" if argument.name else ""
+            if argument.kind is ArgKind.TEXT:
+                arguments.append(prefix + _json(_clip_string(argument.text, self.limits.string_chars)))
+            else:
+                arguments.append(prefix + argument_text(argument))
+        return f"{result}{call.name}({', '.join(arguments)})"
+
+    def _condition_note(self, step: Step, following: str | None) -> str:
+        """`true, <condition>` when the body is entered, `false, ...` when it is skipped or the loop ends."""
+        entered = any(
+            edge.kind is EdgeKind.ENTER and edge.target == following
+            for edge in self.plan.flow.edges_from(step.line)
+        )
+        condition = step.condition.expression if step.condition is not None else step.text
+        note = f"{'true' if entered else 'false'}, {condition}".strip(", ")
+        return _clip(_NOT_IN_NOTES.sub("", note), self.limits.note_chars)
+
+    # Values --------------------------------------------------------------------------------------
+
+    def _var(self, name: str, value: JsonValue) -> str:
+        self._remember(name, value)
+        return f"`Var[${name}, {_json(value)}]`"
+
+    def _remember(self, name: str, value: JsonValue) -> None:
+        self.values[name] = value
+        self.set_here[name] = value
+
+    def _placeholder(self, name: str) -> JsonValue:
+        return _PLACEHOLDERS[self.plan.variables.get(name, ValueKind.ANY)]
+
+    def _assigned(self, name: str, expression: str) -> JsonValue:
+        """The literal an assignment writes (`$x:int = 10`), else a placeholder of the variable's type."""
+        kind = self.plan.variables.get(name, ValueKind.ANY)
+        value = _literal(expression)
+        if value is not None and _fits(value, kind, self.limits):
+            return value
+        return _PLACEHOLDERS[kind]
+
+    def _example_of(self, kind: ValueKind, text: str) -> JsonValue:
+        value = _literal(text)
+        if value is not None and _fits(value, kind, self.limits):
+            return value
+        return _PLACEHOLDERS[kind]
+
+    def _message(self, instruction: str) -> str:
+        """A Say message for the example: the step's instruction, variables by their names."""
+        message = _TYPED_VARIABLE.sub(lambda found: found.group(1).replace("_", " "), instruction).strip()
+        return _clip_string(message or "Hello", self.limits.say_chars)
+
+
+def _literal(text: str) -> JsonValue | None:
+    try:
+        value = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return value if isinstance(value, (str, int, float, bool, list, dict)) else None
+
+
+def _fits(value: JsonValue, kind: ValueKind, limits: TurnLimits) -> bool:
+    """Whether the grammar admits `value` as a value of `kind` (shape, simple strings, sizes)."""
+    if isinstance(value, bool):
+        return kind in (ValueKind.BOOLEAN, ValueKind.ANY)
+    if isinstance(value, int):
+        return kind in (ValueKind.INTEGER, ValueKind.NUMBER, ValueKind.ANY) and abs(value) < 10**15
+    if isinstance(value, float):
+        return kind in (ValueKind.NUMBER, ValueKind.ANY) and _PLAIN_NUMBER.fullmatch(_json(value)) is not None
+    if isinstance(value, str):
+        return (
+            kind in (ValueKind.STRING, ValueKind.ANY)
+            and len(value) <= limits.string_chars
+            and not _NOT_IN_STRINGS.search(value)
+        )
+    return False  # lists and objects in examples are always placeholders
+
+
+def _json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rstrip()
+
+
+def _clip_string(text: str, limit: int) -> str:
+    """Text made fit for a grammar string: no quotes, backslashes, backticks or control characters."""
+    return _clip(_NOT_IN_STRINGS.sub("", text).strip(), limit)
+
+
+__all__ = ["ExampleTurn", "build_example_turns", "render_examples"]

@@ -1,0 +1,313 @@
+"""The GBNF grammar of one model turn, derived from the running program.
+
+The grammar admits only the canonical contract (a subset of what `pal_core.contract.parse_answer`
+reads) and only legal paths from the current line:
+
+    recap – <text>
+    plan – <text>
+    `Var[$name, <value>]`                       (0-3 lines: what the user just said, say)
+    trig? no                                    (after those Var lines)
+    `Step["PB:01:QUE"]` `Say("user", "<text>")`
+    trig? no
+    `Step["PB:02:QUE"]` `$x:float = Y($num)`    (a step's call exactly as the program writes it)
+    trig? no
+    `Step["PB:03:EXE"]`
+    `Var[$x, <value of $x's type>]`
+    trig? no
+    `Step["PB:04:CND"]` <short reason>
+    trig? no
+    `Step["PB:04.01:RET"]` `Return[<value>]` `Var[$__, "<summary>"]`
+    yld return
+
+Steps follow the flow graph (pal_core.flow) edge by edge, at most `TurnPlan.budget` of them; the
+final `yld` is the one the last step calls for (its YLD target, `return` after RET, `call` after a
+queued call). A `trig?` line may name a real trigger, which ends the turn with `yld call`. Every
+free text has a length cap. The verifier still checks everything: the grammar makes violations
+rare, the verifier makes them harmless.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pal_core.ir import ArgKind, Call, Step
+from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
+from runtime.local.turns import (
+    SAY,
+    Callee,
+    TurnPlan,
+    TurnSpec,
+    ValueKind,
+    argument_text,
+    returns_value,
+    say_target,
+)
+
+_CONTROL = [("\x00", "\x1f")]
+_NEWLINE = literal("\n")
+_QUOTE = literal('"')
+_TRIG_NO = literal("trig? no\n")
+_SAY_TO_USER = literal(' `Say("user", ')
+_NOTE_OPENERS_EXCLUDED = "yY"  # a note starting with `yld` would read as the turn's yield
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnGrammar:
+    """A turn's grammar and what it was built for."""
+
+    text: str
+    """The GBNF source, `root` first."""
+    entries: tuple[str, ...]
+    """Lines the turn may start at."""
+    max_steps: int
+    """The most steps the grammar admits in one turn."""
+    rule_count: int
+    """Number of rules (a size measure)."""
+
+
+def build_turn_grammar(spec: TurnSpec) -> TurnGrammar:
+    """The GBNF grammar of the next turn described by `spec`. Raises GrammarError when the spec names
+    something the program does not have or no legal path ends a turn."""
+    plan = TurnPlan(spec)
+    builder = _GrammarBuilder(plan)
+    text = builder.build()
+    return TurnGrammar(text=text, entries=plan.entries, max_steps=plan.budget, rule_count=len(builder.rules))
+
+
+class _GrammarBuilder:
+    def __init__(self, plan: TurnPlan) -> None:
+        self.plan = plan
+        self.limits = plan.spec.limits
+        self.rules = RuleSet()
+
+    # The turn -------------------------------------------------------------------------------------
+
+    def build(self) -> str:
+        plan = self.plan
+        body = alternatives(self._state(line, plan.budget) for line in plan.entries)
+        self.rules.define("body", body)
+        opening = ["body"]
+        lead = self._leading_vars()
+        if lead is not None:
+            after_vars = [f"{_TRIG_NO} body"]
+            fired = self._fired()
+            if fired is not None:
+                after_vars.append(fired)
+            opening.append(f"{lead} {alternatives(after_vars)}")
+        line_text = self._line_text()
+        recap, plan_head = literal("recap – "), literal("\nplan – ")
+        root = f"{recap} {line_text} {plan_head} {line_text} {_NEWLINE} {alternatives(opening)}"
+        self.rules.define("root", root)
+        header = (
+            f"# PAL turn grammar: {plan.agent.name}.{plan.playbook.name} from line "
+            f"{' or '.join(plan.entries)}, at most {plan.budget} steps\n"
+        )
+        return header + self.rules.text()
+
+    def _state(self, line: str, remaining: int) -> str:
+        """The rule for "execute `line` with `remaining` steps left (it included), then end or go on"."""
+        plan = self.plan
+        exit_ = plan.exits[line]
+        following = plan.next_lines(line, remaining)
+        if exit_ is not None and exit_.mandatory:
+            name = rule_name("fin", line)
+        else:
+            name = rule_name("st", line, str(remaining))
+        if name in self.rules:
+            return name
+        tails: list[str] = []
+        if exit_ is not None:
+            tails.extend(literal(f"yld {word}") for word in exit_.words)
+        if following:
+            nexts = alternatives(self._state(target, remaining - 1) for target in following)
+            tails.append(f"{_TRIG_NO} {nexts}")
+        if exit_ is None or not exit_.mandatory:
+            fired = self._fired()
+            if fired is not None:
+                tails.append(fired)
+        # Loops revisit a line only with fewer steps left, so this recursion always ends.
+        return self.rules.define(name, f"{self._step(line)} {alternatives(tails)}")
+
+    def _fired(self) -> str | None:
+        """`trig? `Trigger["PB:T1:CND"]`` then `yld call`: the runtime runs the triggered playbook."""
+        triggers = self.plan.triggers
+        if not triggers:
+            return None
+        refs = alternatives(literal(f'`Trigger["{ref}"]`') for ref in triggers)
+        end = literal("\nyld call")
+        return self.rules.define("fired", f"{literal('trig? ')} {refs} {end}")
+
+    def _leading_vars(self) -> str | None:
+        variables = self.plan.variables
+        if not variables:
+            return None
+        options = [f"{literal(f'${name}, ')} {self._value(kind)}" for name, kind in variables.items()]
+        close = literal("]`\n")
+        self.rules.define("lead-var", f"{literal('`Var[')} {alternatives(options)} {close}")
+        return f"lead-var{{1,{self.limits.leading_vars}}}"
+
+    # One step -------------------------------------------------------------------------------------
+
+    def _step(self, line: str) -> str:
+        name = rule_name("step", line)
+        if name in self.rules:
+            return name
+        step = self.plan.steps[line]
+        ref = literal(f'`Step["{self.plan.ref(line)}"]`')
+        inline, after = self._content(step)
+        parts = [ref]
+        if inline:
+            parts.append(inline)
+        parts.append(_NEWLINE)
+        if after:
+            parts.append(after)
+        return self.rules.define(name, " ".join(parts))
+
+    def _content(self, step: Step) -> tuple[str, str]:
+        """What follows the step's reference on its line, and the lines after it."""
+        if returns_value(step):
+            return self._return(step), ""
+        if step.call is not None:
+            return f"{literal(' `')} {self._call(step.call)} {literal('`')}", ""
+        if step.opcode == "EXE":
+            if step.assignment is not None:
+                kind = self.plan.variables.get(step.assignment.target.name, ValueKind.ANY)
+                return "", self._var_line(step.assignment.target.name, kind)
+            names = self.plan.mentioned(step)
+            note = f"( {literal(' ')} {self._note()} )?"
+            if not names:
+                return note, ""
+            options = [self._var_line(name, self.plan.variables.get(name, ValueKind.ANY)) for name in names]
+            lines = self.rules.define(rule_name("vars", step.line), alternatives(options))
+            return note, f"{lines}{{0,{min(len(names), self.limits.step_vars)}}}"
+        if step.opcode == "QUE":
+            say = f"{_SAY_TO_USER} {self._say_message()} {literal(')`')}"
+            options = [say]
+            free = self._free_call()
+            if free is not None:
+                options.append(f"{literal(' `')} {free} {literal('`')}")
+            return f"{alternatives(options)}?", ""
+        if step.opcode == "CND":
+            return f"{literal(' ')} {self._note()}", ""
+        if step.opcode in ("TNK", "CHK"):
+            return f"( {literal(' ')} {self._note()} )?", ""
+        return "", ""
+
+    def _return(self, step: Step) -> str:
+        plan = self.plan
+        kind = plan.return_kind()
+        if kind is None or (plan.playbook.returns is None and not step.text.strip()):
+            value = literal(" `Return[]`")
+        else:
+            value = f"{literal(' `Return[')} {self._value(kind)} {literal(']`')}"
+        opening, closing = literal(' `Var[$__, "'), literal('"]`')
+        return f"{value} {opening} {self._chars('summary', self.limits.summary_chars)} {closing}"
+
+    def _var_line(self, name: str, kind: ValueKind) -> str:
+        close = literal("]`\n")
+        return f"{literal(f'`Var[${name}, ')} {self._value(kind)} {close}"
+
+    # Calls ----------------------------------------------------------------------------------------
+
+    def _call(self, call: Call) -> str:
+        """The call exactly as the program writes it; natural-language parts become free strings."""
+        parts: list[str] = []
+        if call.result is not None:
+            typed = f":{call.result.type}" if call.result.type else ""
+            parts.append(literal(f"${call.result.name}{typed} = "))
+        if call.name == SAY:
+            target = say_target(call)
+            parts.append(f"{literal(f'Say({target}, ')} {self._say_message()} {literal(')')}")
+            return " ".join(parts)
+        pieces: list[str] = [literal(f"{call.name}(")]
+        for index, argument in enumerate(call.arguments):
+            prefix = (", " if index else "") + (f"{argument.name}=" if argument.name else "")
+            if argument.kind is ArgKind.TEXT:
+                if prefix:
+                    pieces.append(literal(prefix))
+                pieces.append(self._value(ValueKind.STRING))
+            else:
+                pieces.append(literal(prefix + argument_text(argument)))
+        pieces.append(literal(")"))
+        parts.append(" ".join(pieces))
+        return " ".join(parts)
+
+    def _free_call(self) -> str | None:
+        """A call to a known callee, for a QUE step that names none: `[$x = ]Name($a, "b")`."""
+        callees: tuple[Callee, ...] = self.plan.callees
+        if not callees:
+            return None
+        argument = self._argument()
+        options = []
+        for callee in callees:
+            count = len(callee.parameters)
+            if count:
+                more = f"( {literal(', ')} {argument} ){{0,{count - 1}}}" if count > 1 else ""
+                args = f"( {argument} {more} )?"
+                options.append(f"{literal(callee.name + '(')} {args} {literal(')')}")
+            else:
+                options.append(literal(callee.name + "()"))
+        names = list(self.plan.variables)
+        call = self.rules.define("free-call", alternatives(options))
+        if not names:
+            return call
+        target = alternatives(literal(f"${name} = ") for name in names)
+        return f"{target}? {call}"
+
+    def _argument(self) -> str:
+        options = [
+            self._value(ValueKind.STRING),
+            self._value(ValueKind.NUMBER),
+            self._value(ValueKind.BOOLEAN),
+        ]
+        options.extend(literal(f"${name}") for name in self.plan.variables)
+        return self.rules.define("argument", alternatives(options))
+
+    # Text and values ------------------------------------------------------------------------------
+
+    def _chars(self, name: str, maximum: int, minimum: int = 0) -> str:
+        """`maximum` characters of a double-quoted string's inside (no quote, backslash, backtick)."""
+        self.rules.define("str-char", char_class('"\\`', _CONTROL, negated=True))
+        return self.rules.define(rule_name(name, "text"), f"str-char{{{minimum},{maximum}}}")
+
+    def _say_message(self) -> str:
+        text = self._chars("say", self.limits.say_chars, minimum=1)
+        return self.rules.define("say-message", f"{_QUOTE} {text} {_QUOTE}")
+
+    def _line_text(self) -> str:
+        self.rules.define("line-char", char_class("", _CONTROL, negated=True))
+        return self.rules.define("line-text", f"line-char{{1,{self.limits.line_chars}}}")
+
+    def _note(self) -> str:
+        first = char_class(" `[]" + _NOTE_OPENERS_EXCLUDED, _CONTROL, negated=True)
+        self.rules.define("note-char", char_class("`[]", _CONTROL, negated=True))
+        return self.rules.define("note", f"{first} note-char{{0,{self.limits.note_chars - 1}}}")
+
+    def _value(self, kind: ValueKind) -> str:
+        """The rule for a JSON value of `kind`, defining it (and what it uses) on first use."""
+        rules = self.rules
+        limits = self.limits
+        if kind is ValueKind.STRING:
+            text = self._chars("string", limits.string_chars)
+            return rules.define("v-string", f"{_QUOTE} {text} {_QUOTE}")
+        if kind is ValueKind.INTEGER:
+            return rules.define("v-integer", '"-"? ( "0" | [1-9] [0-9]{0,14} )')
+        if kind is ValueKind.NUMBER:
+            integer = self._value(ValueKind.INTEGER)
+            return rules.define("v-number", f'{integer} ( "." [0-9]{{1,8}} )?')
+        if kind is ValueKind.BOOLEAN:
+            return rules.define("v-boolean", '"true" | "false"')
+        scalar = rules.define(
+            "v-scalar",
+            f"{self._value(ValueKind.STRING)} | {self._value(ValueKind.NUMBER)} | "
+            f'{self._value(ValueKind.BOOLEAN)} | "null"',
+        )
+        more = limits.list_items - 1
+        if kind is ValueKind.LIST:
+            return rules.define("v-list", f'"[" ( {scalar} ( ", " {scalar} ){{0,{more}}} )? "]"')
+        if kind is ValueKind.OBJECT:
+            entry = rules.define("v-entry", f'{self._value(ValueKind.STRING)} ": " {scalar}')
+            return rules.define("v-object", f'"{{" ( {entry} ( ", " {entry} ){{0,{more}}} )? "}}"')
+        lists = self._value(ValueKind.LIST)
+        objects = self._value(ValueKind.OBJECT)
+        return rules.define("v-any", f"{scalar} | {lists} | {objects}")

@@ -1,0 +1,423 @@
+"""What one model turn of a markdown playbook may contain, worked out from the program.
+
+A turn starts at the current line, executes steps along legal control-flow edges (pal_core.flow) and
+ends with a `yld`. This module answers, for the grammar generator and the few-shot builder alike:
+where may the turn start, after which steps may (or must) it end and with which `yld` words, which
+steps may follow which within a bounded number of steps, and which variables (with which types),
+callees and triggers the answer may name.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from pal_core.contract import StepRef
+from pal_core.errors import PalError
+from pal_core.flow import END, EdgeKind, PlaybookFlow
+from pal_core.ir import (
+    Agent,
+    ArgKind,
+    Argument,
+    Call,
+    JsonValue,
+    Playbook,
+    PlaybookKind,
+    Program,
+    Step,
+    YieldKind,
+)
+
+SAY = "Say"
+"""The builtin that speaks; its message is free text the model writes."""
+
+
+class GrammarError(PalError):
+    """No turn grammar can be built: an unknown agent, playbook or line, or no path from the current
+    line reaches the end of a turn."""
+
+
+class ValueKind(StrEnum):
+    """The JSON shape a variable's value must have, from its declared type."""
+
+    STRING = "string"
+    INTEGER = "integer"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    LIST = "list"
+    OBJECT = "object"
+    ANY = "any"
+
+
+_TYPE_KINDS = {
+    "str": ValueKind.STRING,
+    "string": ValueKind.STRING,
+    "int": ValueKind.INTEGER,
+    "integer": ValueKind.INTEGER,
+    "float": ValueKind.NUMBER,
+    "number": ValueKind.NUMBER,
+    "bool": ValueKind.BOOLEAN,
+    "boolean": ValueKind.BOOLEAN,
+    "list": ValueKind.LIST,
+    "tuple": ValueKind.LIST,
+    "set": ValueKind.LIST,
+    "dict": ValueKind.OBJECT,
+    "object": ValueKind.OBJECT,
+}
+_NO_VALUE_TYPES = frozenset({"None", "none", "NoneType"})
+_VARIABLE = re.compile(r"\$([A-Za-z_]\w*)(?::([A-Za-z_]\w*(?:\[[^\]\n]*\])?))?")
+
+
+def value_kind(type_text: str | None) -> ValueKind:
+    """`str` -> STRING, `List[str]` -> LIST, `float` -> NUMBER; unknown or missing -> ANY."""
+    if not type_text:
+        return ValueKind.ANY
+    head = type_text.split("[", 1)[0].strip().rpartition(".")[2]
+    return _TYPE_KINDS.get(head.lower(), ValueKind.ANY)
+
+
+def kind_of_value(value: JsonValue) -> ValueKind:
+    """The kind of a current value (bool before int: JSON booleans are not numbers)."""
+    if isinstance(value, bool):
+        return ValueKind.BOOLEAN
+    if isinstance(value, int):
+        return ValueKind.INTEGER
+    if isinstance(value, float):
+        return ValueKind.NUMBER
+    if isinstance(value, str):
+        return ValueKind.STRING
+    if isinstance(value, list):
+        return ValueKind.LIST
+    if isinstance(value, dict):
+        return ValueKind.OBJECT
+    return ValueKind.ANY
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Callee:
+    """A playbook or function the answer may queue by name in a step with no call written."""
+
+    name: str
+    """The name as called: `Playbook` or `Agent.Playbook`."""
+    parameters: tuple[str, ...] = ()
+    """Parameter names in order; the answer passes at most this many positional arguments."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnLimits:
+    """Caps that keep a turn short and the grammar finite."""
+
+    max_steps: int = 10
+    """Steps per turn; raised for a turn whose nearest legal end is farther."""
+    line_chars: int = 120
+    """Characters of the recap and plan lines."""
+    say_chars: int = 240
+    """Characters of a Say message."""
+    note_chars: int = 80
+    """Characters of a step note (a CND's reason)."""
+    summary_chars: int = 160
+    """Characters of the `$__` return summary."""
+    string_chars: int = 120
+    """Characters of a string value (Var, Return, call argument)."""
+    list_items: int = 8
+    """Items of a list or entries of an object value."""
+    leading_vars: int = 3
+    """`Var[...]` lines before the first step (what the user just said, for instance)."""
+    step_vars: int = 3
+    """`Var[...]` lines after an EXE step."""
+
+    def __post_init__(self) -> None:
+        for name in self.__slots__:
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"TurnLimits.{name} must be a positive integer, not {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnSpec:
+    """Everything a turn's grammar depends on."""
+
+    program: Program
+    """The running program."""
+    agent: str
+    """The agent whose playbook runs."""
+    playbook: str
+    """The markdown playbook the turn executes."""
+    current_line: str | None = None
+    """The line the turn executes first. Give this or `resume_after`; neither: the playbook's first line."""
+    resume_after: str | None = None
+    """The line executed last (a YLD, typically): the turn starts at any line that may follow it."""
+    variables: Mapping[str, JsonValue] = field(default_factory=dict)
+    """Current variable values (names without `$`); they add names and, for undeclared ones, types."""
+    callees: tuple[Callee, ...] | None = None
+    """What a step with no call written may queue; None: every playbook of the agent and every public
+    playbook of the other agents."""
+    triggers: tuple[StepRef, ...] | None = None
+    """Triggers the answer may report as fired; None: every CND and EVT trigger of the agent."""
+    limits: TurnLimits = TurnLimits()
+    """Length caps."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepExit:
+    """How a turn may end right after a step."""
+
+    words: tuple[str, ...]
+    """What may follow `yld ` (`user`, `call`, `return`, `exit`, `meeting`, `agent Name`)."""
+    mandatory: bool
+    """True when the turn must end here (a YLD, a RET, an inline `; YLD ...`, the last step)."""
+
+
+def _yield_words(kind: YieldKind, name: str | None) -> tuple[str, ...]:
+    if kind in (YieldKind.USER, YieldKind.CALL, YieldKind.RETURN, YieldKind.EXIT):
+        return (kind.value,)
+    if kind is YieldKind.MEETING:
+        return (f"meeting {name}",) if name else ("meeting",)
+    if kind is YieldKind.AGENT and name:
+        return (f"agent {name}",)
+    return ()
+
+
+def returns_value(step: Step) -> bool:
+    """Whether the step's line carries `Return[...]` and the `$__` summary: RET and `YLD return`."""
+    if step.opcode == "RET":
+        return True
+    return (
+        step.opcode == "YLD" and step.yield_target is not None and step.yield_target.kind is YieldKind.RETURN
+    )
+
+
+def queues_call(step: Step) -> bool:
+    """Whether the step queues a call whose result the runtime must produce (any callee but Say)."""
+    return step.call is not None and step.call.name != SAY and step.opcode in ("QUE", "EXE")
+
+
+class TurnPlan:
+    """The legal shapes of one turn: entries, exits, and which step may follow which."""
+
+    def __init__(self, spec: TurnSpec) -> None:
+        self.spec = spec
+        self.agent = _agent(spec)
+        self.playbook = _markdown_playbook(self.agent, spec.playbook)
+        self.flow = PlaybookFlow(self.playbook)
+        self.steps: dict[str, Step] = dict(self.flow.by_line)
+        self.exits: dict[str, StepExit | None] = {}
+        self.continuations: dict[str, tuple[str, ...]] = {}
+        for line, step in self.steps.items():
+            following = tuple(target for target in self._targets(line) if target != END)
+            self.continuations[line] = following
+            self.exits[line] = self._exit(step, following)
+        self.distance = self._distances()
+        """Fewest steps from a line to the end of a turn (math.inf: never)."""
+        entries = self._entries()
+        reachable = tuple(line for line in entries if self.distance[line] < math.inf)
+        if not reachable:
+            where = ", ".join(entries)
+            raise GrammarError(
+                f"{self.playbook.name}: no path from line {where} reaches a yield or a return, "
+                "so a turn starting there can never end"
+            )
+        self.entries: tuple[str, ...] = reachable
+        """Lines the turn may start at."""
+        longest_needed = max(int(self.distance[line]) for line in reachable)
+        self.budget = max(spec.limits.max_steps, longest_needed)
+        """The most steps a turn may execute."""
+        self.variables = _variable_kinds(self.playbook, spec.variables)
+        """Every variable the answer may set, with the kind of value it holds."""
+        self.callees = (
+            spec.callees if spec.callees is not None else _default_callees(spec.program, self.agent)
+        )
+        self.triggers = spec.triggers if spec.triggers is not None else _default_triggers(self.agent)
+
+    def _targets(self, line: str) -> list[str]:
+        return [edge.target for edge in self.flow.edges_from(line)]
+
+    def _exit(self, step: Step, following: tuple[str, ...]) -> StepExit | None:
+        target = step.yield_target
+        if step.opcode == "RET":
+            return StepExit(words=("return",), mandatory=True)
+        if target is not None:
+            words = _yield_words(target.kind, target.name)
+            if words:
+                return StepExit(words=words, mandatory=True)
+        words_list: list[str] = []
+        if queues_call(step):
+            words_list.append("call")
+        falls_off = any(
+            edge.target == END and edge.kind is EdgeKind.RETURN for edge in self.flow.edges_from(step.line)
+        )
+        if falls_off:
+            words_list.append("return")
+        if not words_list:
+            return None
+        return StepExit(words=tuple(words_list), mandatory=not following)
+
+    def _distances(self) -> dict[str, float]:
+        distance: dict[str, float] = {
+            line: 1.0 if self.exits[line] is not None else math.inf for line in self.steps
+        }
+        changed = True
+        while changed:
+            changed = False
+            for line in self.steps:
+                if self.exits[line] is not None:
+                    continue
+                best = min((distance[target] for target in self.continuations[line]), default=math.inf)
+                if best + 1 < distance[line]:
+                    distance[line] = best + 1
+                    changed = True
+        return distance
+
+    def _entries(self) -> tuple[str, ...]:
+        spec = self.spec
+        name = self.playbook.name
+        if spec.current_line is not None and spec.resume_after is not None:
+            raise GrammarError(f"{name}: give the current line or the line to resume after, not both")
+        if spec.current_line is not None:
+            if spec.current_line not in self.steps:
+                raise GrammarError(f"{name} has no line {spec.current_line}")
+            return (spec.current_line,)
+        if spec.resume_after is not None:
+            if spec.resume_after not in self.steps:
+                raise GrammarError(f"{name} has no line {spec.resume_after}")
+            following = self.continuations[spec.resume_after]
+            if not following:
+                raise GrammarError(f"{name}: nothing follows line {spec.resume_after}; the playbook is done")
+            return following
+        if not self.steps:
+            raise GrammarError(f"{name} has no steps to execute")
+        return (self.flow.first,)
+
+    def next_lines(self, line: str, remaining: int) -> tuple[str, ...]:
+        """Lines that may follow `line` in a turn that has `remaining` steps left, `line` included;
+        only lines from which the turn can still end in time."""
+        exit_ = self.exits[line]
+        if exit_ is not None and exit_.mandatory:
+            return ()
+        return tuple(target for target in self.continuations[line] if self.distance[target] <= remaining - 1)
+
+    def mentioned(self, step: Step) -> tuple[str, ...]:
+        """The variables the step's text names, in order of first mention."""
+        names: list[str] = []
+        for found in _VARIABLE.finditer(step.text):
+            name = found.group(1)
+            if name in self.variables and name not in names:
+                names.append(name)
+        return tuple(names)
+
+    def declared_in(self, step: Step) -> tuple[str, ...]:
+        """The variables the step's text declares with a type (`$countries:list`): what it produces."""
+        names: list[str] = []
+        for found in _VARIABLE.finditer(step.text):
+            if found.group(2) and found.group(1) in self.variables and found.group(1) not in names:
+                names.append(found.group(1))
+        return tuple(names)
+
+    def ref(self, line: str) -> StepRef:
+        """The `Playbook:Line:Code` of a step."""
+        return StepRef(playbook=self.playbook.name, line=line, code=self.steps[line].opcode)
+
+    def return_kind(self) -> ValueKind | None:
+        """The kind of the playbook's return value; None when it returns nothing (`-> None`)."""
+        declared = self.playbook.returns
+        if declared is not None and declared.strip() in _NO_VALUE_TYPES:
+            return None
+        return value_kind(declared)
+
+
+def _agent(spec: TurnSpec) -> Agent:
+    agent = spec.program.agent(spec.agent)
+    if agent is None:
+        known = ", ".join(candidate.name for candidate in spec.program.agents) or "none"
+        raise GrammarError(f"the program has no agent `{spec.agent}` (agents: {known})")
+    return agent
+
+
+def _markdown_playbook(agent: Agent, name: str) -> Playbook:
+    playbook = agent.playbook(name)
+    if playbook is None:
+        known = ", ".join(candidate.name for candidate in agent.playbooks) or "none"
+        raise GrammarError(f"agent `{agent.name}` has no playbook `{name}` (playbooks: {known})")
+    if playbook.kind is not PlaybookKind.MARKDOWN or not playbook.steps:
+        raise GrammarError(
+            f"`{agent.name}.{name}` is not a markdown playbook with steps; only those run turn by turn"
+        )
+    return playbook
+
+
+def _variable_kinds(playbook: Playbook, values: Mapping[str, JsonValue]) -> dict[str, ValueKind]:
+    declared: dict[str, str | None] = {}
+
+    def note(name: str, type_text: str | None) -> None:
+        if name == "__":
+            return
+        if declared.get(name) is None:
+            declared[name] = type_text
+
+    for parameter in playbook.parameters:
+        note(parameter.name, parameter.type)
+    for step in playbook.all_steps():
+        if step.call is not None and step.call.result is not None:
+            note(step.call.result.name, step.call.result.type)
+        if step.assignment is not None:
+            note(step.assignment.target.name, step.assignment.target.type)
+        for found in _VARIABLE.finditer(step.text):
+            note(found.group(1), found.group(2))
+    kinds = {name: value_kind(type_text) for name, type_text in declared.items()}
+    for name, value in values.items():
+        if name == "__":
+            continue
+        if kinds.get(name, ValueKind.ANY) is ValueKind.ANY:
+            kinds[name] = kind_of_value(value)
+    return kinds
+
+
+def _default_callees(program: Program, agent: Agent) -> tuple[Callee, ...]:
+    callees = [
+        Callee(name=playbook.name, parameters=tuple(parameter.name for parameter in playbook.parameters))
+        for playbook in agent.playbooks
+    ]
+    for other in program.agents:
+        if other.name == agent.name:
+            continue
+        callees.extend(
+            Callee(
+                name=f"{other.name}.{playbook.name}",
+                parameters=tuple(parameter.name for parameter in playbook.parameters),
+            )
+            for playbook in other.playbooks
+            if playbook.public
+        )
+    return tuple(callees)
+
+
+def _default_triggers(agent: Agent) -> tuple[StepRef, ...]:
+    return tuple(
+        StepRef(playbook=playbook.name, line=trigger.id, code=trigger.code)
+        for playbook in agent.playbooks
+        for trigger in playbook.triggers
+        if trigger.code in ("CND", "EVT")
+    )
+
+
+def say_target(call: Call) -> str:
+    """`"user"` for `Say(user, ...)`, the literal for `Say("meeting 100", ...)`, `$x` for a variable."""
+    if len(call.arguments) < 2:
+        return '"user"'
+    first = call.arguments[0]
+    if first.kind is ArgKind.VARIABLE:
+        return f"${first.value}"
+    if first.kind is ArgKind.LITERAL and isinstance(first.value, str):
+        return first.text
+    word = first.text.strip().strip("'\"")
+    return f'"{word}"' if word.isidentifier() else '"user"'
+
+
+def argument_text(argument: Argument) -> str:
+    """An argument as the answer writes it: `$name` for a variable (its type dropped), else as written."""
+    if argument.kind is ArgKind.VARIABLE:
+        return f"${argument.value}"
+    return argument.text
