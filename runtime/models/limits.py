@@ -16,12 +16,13 @@ from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse
 class ModelTimeout(ModelError):
     """A model call took longer than its timeout."""
 
-    def __init__(self, *, model: str, seconds: float, source: str = "per-call timeout") -> None:
+    def __init__(self, *, model: str, seconds: float | None, source: str = "per-call timeout") -> None:
         self.model = model
         """The model string of the call that timed out."""
         self.seconds = seconds
-        """The timeout that expired, in seconds."""
-        super().__init__(f"model {model!r} gave no answer within {seconds:g} s ({source})")
+        """The timeout that expired, in seconds; None when the provider's own timeout expired unstated."""
+        within = f"within {seconds:g} s" if seconds is not None else "in time"
+        super().__init__(f"model {model!r} gave no answer {within} ({source})")
 
 
 class ModelCallLimitExceeded(ModelError):

@@ -255,7 +255,7 @@ class LiteLLMModel:
         except TimeoutError as exc:
             if deadline.expired():
                 raise ModelTimeout(
-                    model=self._model, seconds=self.timeout or 0.0, source="LiteLLMModel timeout"
+                    model=self._model, seconds=self.timeout, source="LiteLLMModel timeout"
                 ) from exc
             raise self._failure(litellm, exc) from exc
         except Exception as exc:
@@ -268,8 +268,9 @@ class LiteLLMModel:
         if isinstance(cause, ModelError):
             return cause
         if isinstance(exc, litellm.Timeout):
-            seconds = self.timeout if self.timeout is not None else 0.0
-            return ModelTimeout(model=self._model, seconds=seconds, source=f"provider timeout: {_clean(exc)}")
+            return ModelTimeout(
+                model=self._model, seconds=self.timeout, source=f"provider timeout: {_clean(exc)}"
+            )
         status = getattr(exc, "status_code", None)
         return ModelProviderError(
             model=self._model,

@@ -141,6 +141,22 @@ async def test_a_provider_error_keeps_the_providers_message() -> None:
     )
 
 
+async def test_a_provider_timeout_is_a_model_timeout() -> None:
+    import litellm
+
+    expired = litellm.Timeout(
+        message="Request timed out after 30s", model="gpt-4o-mini", llm_provider="openai"
+    )
+    model = LiteLLMModel("openai/gpt-4o-mini", extra={"mock_response": expired})
+    with anyio.fail_after(BOUND), pytest.raises(ModelTimeout) as caught:
+        await model.complete(ask("x"))
+    assert caught.value.seconds is None
+    assert str(caught.value).startswith(
+        "model 'openai/gpt-4o-mini' gave no answer in time (provider timeout: "
+    )
+    assert "Request timed out after 30s" in str(caught.value)
+
+
 async def test_keys_are_read_from_the_environment_and_their_absence_is_reported(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
