@@ -22,7 +22,7 @@ from runtime.models import (
     register_litellm_provider,
     request_grammar,
 )
-from runtime.models.litellm_model import INSTALL_HINT, registered_litellm_providers
+from runtime.models.litellm_model import INSTALL_HINT, import_litellm, registered_litellm_providers
 from tests.runtime.models.helpers import SYSTEM, ask
 
 pytestmark = [
@@ -123,7 +123,7 @@ async def test_mock_response_goes_through_litellm() -> None:
 
 
 async def test_a_provider_error_keeps_the_providers_message() -> None:
-    import litellm
+    litellm = import_litellm()  # through our import, which keeps litellm off the network
 
     failure = litellm.RateLimitError(
         message="slow down, 20 requests per minute", llm_provider="openai", model="gpt"
@@ -142,7 +142,7 @@ async def test_a_provider_error_keeps_the_providers_message() -> None:
 
 
 async def test_a_provider_timeout_is_a_model_timeout() -> None:
-    import litellm
+    litellm = import_litellm()  # through our import, which keeps litellm off the network
 
     expired = litellm.Timeout(
         message="Request timed out after 30s", model="gpt-4o-mini", llm_provider="openai"
