@@ -106,6 +106,13 @@ def _write_playbook(playbook: Playbook, out: list[str], *, block_follows: bool =
         out.extend(note_line(note) for note in playbook.notes)
 
 
+def write_playbook(playbook: Playbook) -> str:
+    """The PAL text of one playbook section (for prompts and tools)."""
+    out: list[str] = []
+    _write_playbook(playbook, out, block_follows=True)
+    return "\n".join(out) + "\n"
+
+
 def header(playbook: Playbook) -> str:
     """`## Name($a:type, $b) -> Returns`."""
     params = ", ".join(parameter_text(parameter) for parameter in playbook.parameters)

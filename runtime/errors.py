@@ -1,0 +1,72 @@
+"""Runtime exceptions, split as in pydantic-ai: control flow (never an error for the user), user errors
+(a program or a call that cannot run as written), and run failures (the run was tried and failed)."""
+
+from __future__ import annotations
+
+from pal_core.errors import PalError
+
+# --- control flow ----------------------------------------------------------------------------------
+
+
+class ControlFlow(Exception):
+    """Base of exceptions that transfer control; caught by the runtime, never shown to users."""
+
+
+class ProgramExit(ControlFlow):
+    """A playbook yielded exit: the whole program ends."""
+
+    def __init__(self, agent_id: str, reason: str = "exit") -> None:
+        super().__init__(f"agent {agent_id}: {reason}")
+        self.agent_id = agent_id
+        self.reason = reason
+
+
+# --- user errors -----------------------------------------------------------------------------------
+
+
+class ProgramError(PalError):
+    """A program that cannot run as written: a missing playbook, a Python block that fails to load, ..."""
+
+
+class CallError(ProgramError):
+    """A call that cannot be made: unknown callee, not public, wrong arguments."""
+
+
+# --- run failures ----------------------------------------------------------------------------------
+
+
+class RunError(PalError):
+    """A run that was tried and failed: the model kept breaking the contract, a playbook raised, a limit was hit.
+
+    `violations` holds the broken rules of the last rejected answer, `answer` that answer's text.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        agent: str | None = None,
+        playbook: str | None = None,
+        line: str | None = None,
+        violations: tuple[str, ...] = (),
+        answer: str | None = None,
+    ) -> None:
+        where = ":".join(part for part in (agent, playbook, line) if part)
+        text = f"{where}: {message}" if where else message
+        if answer is not None:
+            quoted = "\n".join(f"    | {row}" for row in answer.splitlines()[:40])
+            text = f"{text}\n  the last answer was:\n{quoted}"
+        super().__init__(text)
+        self.agent = agent
+        self.playbook = playbook
+        self.line = line
+        self.violations = violations
+        self.answer = answer
+
+
+class InputExhausted(RunError):
+    """The program waits for user input and none is left (non-interactive run)."""
+
+
+class PlaybookFailed(RunError):
+    """A Python or remote playbook raised."""

@@ -1,0 +1,366 @@
+"""An execution context: one agent running one chain of playbook calls (its own call stack).
+
+Playbook calls of every kind go through `Execution.call_playbook`: markdown (the interpreter), Python
+(the function), remote (the connection), another agent's public playbook (`Agent.Playbook`), and the
+builtins. Messages, user input, meetings and artifacts are reached from here too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from pal_core.ir import Playbook, PlaybookKind
+from pal_core.messaging import Message, MessageType
+from runtime.errors import CallError, InputExhausted, PlaybookFailed, ProgramError, RunError
+from runtime.python_api import call_function, current_execution
+from runtime.remote import RemoteCallError
+from runtime.state import Artifact, CallStack
+from runtime.values import NotEvaluable, coerce, evaluate
+
+if TYPE_CHECKING:
+    from runtime.agent import AgentInstance
+    from runtime.program_run import ProgramRun
+
+BUILTIN_NAMES = frozenset({"Say", "SendMessage", "SaveArtifact", "LoadArtifact", "WaitForMessage"})
+
+
+class Execution:
+    """One agent executing a chain of playbook calls."""
+
+    def __init__(self, agent: AgentInstance, *, meeting_id: str | None = None) -> None:
+        self.agent = agent
+        self.run: ProgramRun = agent.run
+        self.stack = CallStack()
+        self.base_meeting_id = meeting_id
+
+    # --- names ---------------------------------------------------------------------------------
+
+    def current_meeting(self) -> str | None:
+        return self.stack.current_meeting() or self.base_meeting_id
+
+    def is_callable(self, name: str) -> bool:
+        """Whether `name` (`Func`, `Agent.Playbook`, a builtin) can be called from this agent."""
+        if name in BUILTIN_NAMES:
+            return True
+        agent_name, dot, playbook_name = name.rpartition(".")
+        if dot:
+            target = self.run.agent_class(agent_name)
+            if target is None:
+                return False
+            playbook = target.playbook(playbook_name)
+            if target.metadata.remote is not None:
+                return True  # tools are listed when the remote agent connects
+            return playbook is not None and playbook.public
+        return name in self.agent.playbooks
+
+    # --- calls ---------------------------------------------------------------------------------
+
+    async def call_playbook(
+        self, name: str, args: list[Any] | None = None, kwargs: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Call any callable by name with Python values; return its result."""
+        args = list(args or [])
+        kwargs = dict(kwargs or {})
+        if name in BUILTIN_NAMES:
+            return await self._builtin(name, args, kwargs)
+        agent_name, dot, playbook_name = name.rpartition(".")
+        if dot:
+            return await self._call_other_agent(agent_name, playbook_name, args, kwargs)
+        playbook = self.agent.playbooks.get(name)
+        if playbook is None:
+            known = ", ".join(sorted(self.agent.playbooks)) or "none"
+            raise CallError(f"agent {self.agent.klass} has no playbook {name} (known: {known})")
+        return await self.execute(playbook, args, kwargs)
+
+    async def execute(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        """Run one of this agent's playbooks."""
+        self.run.trace(
+            self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
+        )
+        if playbook.kind is PlaybookKind.PYTHON:
+            result = await self._call_python(playbook, args, kwargs)
+        elif playbook.kind is PlaybookKind.REMOTE:
+            result = await self._call_remote(playbook, args, kwargs)
+        elif playbook.metadata.meeting and self.current_meeting() is None:
+            from runtime.meetings import run_meeting_as_owner
+
+            result = await run_meeting_as_owner(self, playbook, args, kwargs)
+        else:
+            from runtime.interpreter import run_markdown
+
+            result = await run_markdown(self, playbook, args, kwargs)
+        self.run.trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
+        return result
+
+    async def _call_other_agent(
+        self, agent_name: str, playbook_name: str, args: list[Any], kwargs: dict[str, Any]
+    ) -> Any:
+        target = await self.run.agent_instance(agent_name)
+        if target is None:
+            raise CallError(f"there is no agent {agent_name} to call {agent_name}.{playbook_name}")
+        playbook = target.playbooks.get(playbook_name)
+        if playbook is None:
+            raise CallError(f"agent {agent_name} has no playbook {playbook_name}")
+        if not playbook.public:
+            raise CallError(
+                f"{agent_name}.{playbook_name} is not public; mark it `public: true` to call it from another agent"
+            )
+        return await Execution(target).execute(playbook, args, kwargs)
+
+    async def _call_python(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        function = self.agent.python_function(playbook.name)
+        token = current_execution.set(self)
+        try:
+            return await call_function(function, args, kwargs)
+        except (RunError, ProgramError, asyncio.CancelledError):
+            raise
+        except TypeError as error:
+            if _is_signature_error(error, function):
+                raise CallError(f"{playbook.name}: {error}") from None
+            raise PlaybookFailed(
+                f"Python playbook {playbook.name} raised {type(error).__name__}: {error}",
+                agent=self.agent.klass,
+                playbook=playbook.name,
+            ) from error
+        except Exception as error:
+            from runtime.errors import ControlFlow
+
+            if isinstance(error, ControlFlow):
+                raise
+            raise PlaybookFailed(
+                f"Python playbook {playbook.name} raised {type(error).__name__}: {error}",
+                agent=self.agent.klass,
+                playbook=playbook.name,
+            ) from error
+        finally:
+            current_execution.reset(token)
+
+    async def _call_remote(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        connection = self.agent.remote
+        if connection is None:
+            raise CallError(f"remote agent {self.agent.klass} is not connected")
+        arguments = dict(kwargs)
+        for parameter, value in zip(playbook.parameters, args, strict=False):
+            arguments[parameter.name] = value
+        if len(args) > len(playbook.parameters):
+            raise CallError(
+                f"{self.agent.klass}.{playbook.name} takes {len(playbook.parameters)} arguments, got {len(args)}"
+            )
+        try:
+            return await connection.call_tool(playbook.name, arguments)
+        except RemoteCallError as error:
+            raise PlaybookFailed(str(error), agent=self.agent.klass, playbook=playbook.name) from error
+
+    async def _builtin(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if name in ("Say", "SendMessage"):
+            target = kwargs.pop("target", None)
+            message = kwargs.pop("message", None)
+            values = [
+                *([target] if target is not None else []),
+                *args,
+                *([message] if message is not None else []),
+            ]
+            if len(values) == 1:
+                values = ["user", values[0]]
+            if len(values) != 2:
+                raise CallError(f"{name} takes a target and a message, got {len(values)} arguments")
+            await self.say(str(values[0]), str(values[1]))
+            return None
+        if name == "SaveArtifact":
+            values = [*args, *kwargs.values()]
+            if len(values) != 3:
+                raise CallError("SaveArtifact takes a name, a summary and the content")
+            return self.save_artifact(str(values[0]), str(values[1]), str(values[2]))
+        if name == "LoadArtifact":
+            values = [*args, *kwargs.values()]
+            if len(values) != 1:
+                raise CallError("LoadArtifact takes the artifact name")
+            return self.load_artifact(str(values[0]))
+        if name == "WaitForMessage":
+            source = args[0] if args else kwargs.get("source", "*")
+            return await self.wait_for_message(str(source), kwargs.get("timeout"))
+        raise CallError(f"unknown builtin {name}")  # pragma: no cover - BUILTIN_NAMES is exhaustive
+
+    # --- messages --------------------------------------------------------------------------------
+
+    async def say(self, target: str, text: str) -> None:
+        """Send `text` to the user, the current meeting, another agent or a meeting by spec."""
+        spec = self._receiver_spec(target)
+        registry = self.run.registry
+        stream = await registry.open_stream(self.agent.id, spec)
+        if stream.is_streaming:
+            # Text to a human streams; a model's whole answer is already here, so it goes in word pieces.
+            for piece in _pieces(text):
+                await stream.send_chunk(piece)
+            await stream.complete()
+        else:
+            await stream.complete(text)
+        if spec == "human":
+            self.run.messages_to_user.append(text)
+        self.agent.state.session_log.add(f"{self.agent.klass} said to {spec}: {text}")
+        self.run.trace(self.agent, "message", detail=f"to {spec}: {_short(text)}")
+
+    def _receiver_spec(self, target: str) -> str:
+        cleaned = target.strip().strip("\"'")
+        lowered = cleaned.lower()
+        if lowered in ("user", "human", "the user"):
+            return "human"
+        if lowered == "meeting":
+            meeting = self.current_meeting()
+            if meeting is None:
+                raise CallError("Say(meeting, ...) outside a meeting")
+            return f"meeting {meeting}"
+        if lowered.startswith(("meeting ", "agent ")):
+            return cleaned
+        instance = self.run.instance_by_class(cleaned)
+        if instance is not None:
+            return instance.spec
+        return cleaned
+
+    async def wait_for_user(self) -> str:
+        """Ask the run's human for input addressed to this agent; record it; return the text."""
+        text = await self.run.request_user_input(self.agent)
+        if text is None:
+            raise InputExhausted(
+                "the program is waiting for user input and none is left", agent=self.agent.klass
+            )
+        await self.run.registry.route_message("human", self.agent.spec, text)
+        messages = await self.agent.inbox.get_batch(lambda message: message.sender_id == "human", timeout=5)
+        self.receive(messages)
+        return text
+
+    async def wait_for_message(self, source: str = "*", timeout: float | None = None) -> list[Message]:
+        """Wait for messages from a source (`*`, `human`, `agent 1001`, a class name, `meeting 7`)."""
+        lowered = source.strip().lower()
+        if lowered in ("human", "user"):
+            pending = self.agent.inbox.peek(lambda message: message.sender_id == "human")
+            if pending is None:
+                await self.wait_for_user()
+                return self.agent.unread[-1:]
+
+        def matches(message: Message) -> bool:
+            if lowered in ("*", ""):
+                return True
+            if lowered in ("human", "user"):
+                return message.sender_id == "human"
+            if lowered.startswith("meeting "):
+                return message.meeting_id == lowered.split(" ", 1)[1]
+            if lowered.startswith("agent "):
+                return message.sender_id == lowered.split(" ", 1)[1]
+            return message.sender_klass == source.strip()
+
+        messages = await self.agent.inbox.get_batch(matches, timeout=timeout)
+        self.receive(messages)
+        return messages
+
+    def receive(self, messages: list[Message]) -> None:
+        """Record messages the agent has read: session log, and unread for the next prompt."""
+        for message in messages:
+            self.agent.unread.append(message)
+            where = f" in meeting {message.meeting_id}" if message.meeting_id else ""
+            self.agent.state.session_log.add(
+                f"{message.sender_klass} ({message.sender_id}){where} said: {message.content}"
+            )
+            self.run.trace(
+                self.agent, "message", detail=f"from {message.sender_id}: {_short(message.content)}"
+            )
+
+    async def wait_for_meeting(self, meeting_id: str) -> list[Message]:
+        """Wait for meeting messages with differential timeouts; MEETING_ENDED ends the wait."""
+        from pal_core.messaging import wait_for_meeting_messages
+
+        messages = await wait_for_meeting_messages(
+            self.agent.inbox,
+            meeting_id,
+            self.agent.id,
+            names=(self.agent.klass,),
+            timeouts=self.run.meeting_timeouts,
+        )
+        self.receive(messages)
+        return messages
+
+    def meeting_ended(self, meeting_id: str) -> bool:
+        return any(
+            message.meeting_id == meeting_id and message.message_type is MessageType.MEETING_ENDED
+            for message in self.agent.unread
+        )
+
+    # --- artifacts -------------------------------------------------------------------------------
+
+    def save_artifact(self, name: str, summary: str, content: str) -> str:
+        key = name.lstrip("$")
+        self.agent.state.artifacts[key] = Artifact(name=key, summary=summary, content=content)
+        self.agent.state.session_log.add(f"saved artifact {key}: {summary}")
+        return f"Artifact[{key}]"
+
+    def load_artifact(self, name: str) -> Artifact:
+        key = name.lstrip("$")
+        artifact = self.agent.state.artifacts.get(key)
+        if artifact is None:
+            known = ", ".join(sorted(self.agent.state.artifacts)) or "none"
+            raise CallError(f"no artifact {key!r} (saved: {known})")
+        return artifact
+
+    # --- arguments -------------------------------------------------------------------------------
+
+    def bind_parameters(
+        self, playbook: Playbook, args: list[Any], kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Match call arguments to a playbook's parameters; CallError naming what is wrong."""
+        bound: dict[str, Any] = {}
+        names = [parameter.name for parameter in playbook.parameters]
+        if len(args) > len(names):
+            raise CallError(f"{playbook.name} takes {len(names)} argument(s), got {len(args)}")
+        for name, value in zip(names, args, strict=False):
+            bound[name] = value
+        for key, value in kwargs.items():
+            key = key.lstrip("$")
+            if key not in names:
+                raise CallError(
+                    f"{playbook.name} has no parameter ${key} (parameters: {', '.join('$' + n for n in names) or 'none'})"
+                )
+            if key in bound:
+                raise CallError(f"{playbook.name} got two values for ${key}")
+            bound[key] = value
+        for parameter in playbook.parameters:
+            if parameter.name in bound:
+                bound[parameter.name] = coerce(bound[parameter.name], parameter.type)
+                continue
+            if parameter.default is None:
+                raise CallError(f"{playbook.name} needs ${parameter.name}")
+            try:
+                bound[parameter.name] = evaluate(parameter.default, {})
+            except NotEvaluable:
+                bound[parameter.name] = parameter.default
+        return bound
+
+
+def _pieces(text: str) -> list[str]:
+    words = text.split(" ")
+    return [word + (" " if index < len(words) - 1 else "") for index, word in enumerate(words)]
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe_call(name: str, args: list[Any], kwargs: Mapping[str, Any]) -> str:
+    parts = [_short(arg, 40) for arg in args] + [
+        f"{key}={_short(value, 40)}" for key, value in kwargs.items()
+    ]
+    return f"{name}({', '.join(parts)})"
+
+
+def _is_signature_error(error: TypeError, function: Any) -> bool:
+    """Whether a TypeError came from calling `function` with the wrong arguments (not from inside it)."""
+    traceback = error.__traceback__
+    depth = 0
+    while traceback is not None:
+        depth += 1
+        traceback = traceback.tb_next
+    target = inspect.unwrap(function)
+    return depth <= 2 and "argument" in str(error) and getattr(target, "__name__", "") in str(error)

@@ -1,0 +1,134 @@
+"""The deterministic fast path: steps the runtime executes itself, with no model call.
+
+A step runs here when its meaning is fully determined by the program and the current variables:
+a call whose arguments are literals or set variables (queued for QUE, immediate for EXE, Say with a
+literal message), an assignment of a computable expression, JMP, RET of nothing / a variable / a
+literal / a computable expression, every YLD, and a CND whose condition is computable (or `Otherwise`,
+reached only when the branches before it were not taken). Anything else returns None and the model
+takes over from that line.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pal_core.flow import END, PlaybookFlow
+from pal_core.ir import ConditionKind, Step, YieldKind
+from runtime.calls import can_resolve, invoke_call
+from runtime.control import CONTINUE, Control
+from runtime.errors import ProgramError
+from runtime.values import NotEvaluable, coerce, evaluate
+
+if TYPE_CHECKING:
+    from runtime.execution import Execution
+    from runtime.state import Frame
+
+_SPEECH = frozenset({"Say", "SendMessage"})
+_EVALUABLE_CONDITIONS = frozenset(
+    {ConditionKind.IF, ConditionKind.ELSE_IF, ConditionKind.WHILE, ConditionKind.WHEN, ConditionKind.OTHER}
+)
+
+
+async def run_step(execution: Execution, frame: Frame, flow: PlaybookFlow, step: Step) -> Control | None:
+    """Execute `step` if the runtime can do it alone; None when the model must."""
+    opcode = step.opcode
+    variables = execution.agent.state.variables
+    if opcode == "JMP":
+        if step.jump_target is None or step.jump_target not in flow.by_line:
+            raise ProgramError(
+                f"{frame.playbook.name}:{step.line}: JMP to a line that does not exist ({step.text!r})"
+            )
+        _done(execution, frame, step, step.jump_target)
+        return CONTINUE
+    if opcode == "YLD":
+        target = step.yield_target
+        if target is None or target.kind is YieldKind.UNKNOWN:
+            raise ProgramError(f"{frame.playbook.name}:{step.line}: unknown yield target {step.text!r}")
+        _done(execution, frame, step, flow.after(step)[0])
+        return Control(yield_kind=target.kind, yield_name=target.name)
+    if opcode == "RET":
+        if not step.text:
+            value = None
+        else:
+            try:
+                value = evaluate(step.text, variables.snapshot())
+            except NotEvaluable:
+                return None
+        frame.return_value = coerce(value, frame.playbook.returns)
+        _done(execution, frame, step, END, detail=f"return {value!r}")
+        return Control(yield_kind=YieldKind.RETURN)
+    if opcode == "CND":
+        return _condition(execution, frame, flow, step)
+    if opcode in ("QUE", "EXE"):
+        return await _call_or_assignment(execution, frame, flow, step)
+    return None
+
+
+def _condition(execution: Execution, frame: Frame, flow: PlaybookFlow, step: Step) -> Control | None:
+    condition = step.condition
+    if condition is None or not step.children:
+        return None
+    if condition.kind is ConditionKind.OTHERWISE:
+        holds = True
+    elif condition.kind in _EVALUABLE_CONDITIONS and condition.expression:
+        try:
+            holds = bool(evaluate(condition.expression, execution.agent.state.variables.snapshot()))
+        except NotEvaluable:
+            return None
+    else:
+        return None
+    target = step.children[0].line if holds else flow.after(step)[0]
+    _done(execution, frame, step, target, detail=f"condition {'holds' if holds else 'fails'}")
+    return CONTINUE
+
+
+async def _call_or_assignment(
+    execution: Execution, frame: Frame, flow: PlaybookFlow, step: Step
+) -> Control | None:
+    variables = execution.agent.state.variables
+    call = step.call
+    if call is not None:
+        if call.natural or not can_resolve(call, variables) or not execution.is_callable(call.name):
+            return None
+        _done(execution, frame, step, flow.after(step)[0])
+        if step.opcode == "QUE" and call.name not in _SPEECH:
+            frame.queued.append(call)
+        else:
+            await invoke_call(execution, call)
+    elif step.assignment is not None:
+        target = step.assignment.target
+        try:
+            value = evaluate(step.assignment.expression, variables.snapshot())
+        except NotEvaluable:
+            return None
+        declared = target.type or variables.type_of(target.name)
+        value = coerce(value, declared)
+        variables.set(target.name, value, target.type)
+        _done(execution, frame, step, flow.after(step)[0], changed={target.name: value})
+    else:
+        return None
+    if step.yield_target is not None:
+        return Control(yield_kind=step.yield_target.kind, yield_name=step.yield_target.name)
+    return CONTINUE
+
+
+def _done(
+    execution: Execution,
+    frame: Frame,
+    step: Step,
+    next_line: str,
+    *,
+    detail: str = "",
+    changed: dict | None = None,
+) -> None:
+    frame.last_line = step.line
+    frame.line = next_line
+    execution.run.trace(
+        execution.agent,
+        "step",
+        playbook=frame.playbook.name,
+        line=step.line,
+        opcode=step.opcode,
+        changed=changed or {},
+        detail=detail or "fast path",
+    )

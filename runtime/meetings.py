@@ -1,0 +1,112 @@
+"""Meetings in the runtime (seed 002 §2.3, §7.4): calling a `meeting: true` playbook creates a meeting,
+invites the attendees, waits for the required ones and runs the playbook in the meeting; an invited
+agent joins by running its playbook of the same name. Ending the owner's playbook ends the meeting."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from pal_core.ir import Playbook
+from pal_core.messaging import Message, MessagingError
+from runtime.errors import CallError, RunError
+
+if TYPE_CHECKING:
+    from runtime.execution import Execution
+
+
+async def run_meeting_as_owner(
+    execution: Execution, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]
+) -> Any:
+    """Create the meeting, gather its attendees, run the playbook inside it, end it."""
+    from runtime.execution import Execution as _Execution
+    from runtime.interpreter import run_markdown
+
+    run = execution.run
+    bound = execution.bind_parameters(playbook, args, kwargs)
+    topic = str(bound.get("topic") or playbook.description.split("\n", 1)[0] or playbook.name)
+    required = list(playbook.metadata.required_attendees)
+    optional = list(playbook.metadata.optional_attendees)
+    listed = bound.get("attendees") or []
+    if isinstance(listed, str):
+        listed = [part.strip() for part in listed.split(",") if part.strip()]
+    for name in listed:
+        if name not in required and name not in optional:
+            optional.append(str(name))
+    required_specs = [await _attendee_spec(execution, name) for name in required]
+    optional_specs = [await _attendee_spec(execution, name) for name in optional]
+    try:
+        meeting = await run.meetings.create_meeting(
+            execution.agent.id,
+            required_attendees=[spec for spec in required_specs if spec],
+            optional_attendees=[spec for spec in optional_specs if spec],
+            topic=topic,
+            playbook_name=playbook.name,
+        )
+        run.trace(
+            execution.agent,
+            "meeting",
+            playbook=playbook.name,
+            detail=f"meeting {meeting.id} created: {topic}",
+        )
+        await run.meetings.wait_for_required_attendees(
+            meeting.id, timeout=run.limits.meeting_attendance_timeout
+        )
+    except MessagingError as error:
+        raise RunError(
+            f"meeting {playbook.name} could not start: {error}",
+            agent=execution.agent.klass,
+            playbook=playbook.name,
+        ) from error
+    inner = _Execution(execution.agent, meeting_id=meeting.id)
+    inner.stack.frames.extend(execution.stack.frames)
+    try:
+        return await run_markdown(inner, playbook, args, kwargs)
+    finally:
+        with contextlib.suppress(MessagingError):  # already ended by a shutdown
+            await run.meetings.end_meeting(meeting.id, execution.agent.id, reason=f"{playbook.name} finished")
+        run.trace(execution.agent, "meeting", playbook=playbook.name, detail=f"meeting {meeting.id} ended")
+
+
+async def _attendee_spec(execution: Execution, name: str) -> str | None:
+    """The receiver spec of an attendee named by class, `agent <id>`, or `human` (creating a standby agent)."""
+    cleaned = str(name).strip()
+    lowered = cleaned.lower()
+    if lowered in ("human", "user"):
+        return "human"
+    if lowered.startswith("agent "):
+        return cleaned
+    instance = await execution.run.agent_instance(cleaned)
+    if instance is None:
+        raise CallError(f"meeting attendee {cleaned!r} is not an agent of this program")
+    return instance.spec
+
+
+async def join_meeting(execution: Execution, invitation: Message) -> None:
+    """An invited agent accepts and runs its playbook of the meeting's name in the meeting."""
+    from runtime.interpreter import run_markdown
+
+    run = execution.run
+    meeting_id = invitation.meeting_id
+    if meeting_id is None:
+        return
+    meeting = run.meetings.meeting(meeting_id)
+    name = meeting.playbook_name
+    playbook = execution.agent.playbooks.get(name) if name else None
+    if playbook is None:
+        await run.meetings.reject_invitation(
+            meeting_id, execution.agent.id, reason=f"{execution.agent.klass} has no playbook {name}"
+        )
+        return
+    await run.meetings.accept_invitation(meeting_id, execution.agent.id)
+    execution.agent.state.joined_meetings.add(meeting_id)
+    run.trace(execution.agent, "meeting", playbook=playbook.name, detail=f"joined meeting {meeting_id}")
+    arguments = {}
+    names = {parameter.name for parameter in playbook.parameters}
+    if "topic" in names:
+        arguments["topic"] = meeting.topic
+    if "attendees" in names:
+        arguments["attendees"] = [
+            run.registry.participant(member).klass for member in (meeting.owner_id, *meeting.invitations)
+        ]
+    await run_markdown(execution, playbook, [], arguments)

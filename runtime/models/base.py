@@ -1,0 +1,102 @@
+"""The one interface every model sits behind: a request of chat messages in, text out.
+
+The runtime never talks to a provider directly. litellm models, the bundled local model, and the
+deterministic ScriptedModel / ReplayModel shipped for users and tests all implement `Model`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pal_core.errors import PalError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatMessage:
+    """One message of a chat prompt."""
+
+    role: str
+    """`system`, `user` or `assistant`."""
+    content: str
+    """The text."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelRequest:
+    """What the runtime asks a model for one turn."""
+
+    messages: tuple[ChatMessage, ...]
+    """The prompt as chat messages."""
+    max_tokens: int = 1024
+    """Upper bound on the answer's length in tokens."""
+    temperature: float = 0.0
+    """Sampling temperature; 0 for the most repeatable answers."""
+    stop: tuple[str, ...] = ()
+    """Stop sequences."""
+    grammar: str | None = None
+    """A GBNF grammar constraining the answer, for models that support one (the local model); others ignore it."""
+    seed: int | None = None
+    """Sampling seed, for models that support one."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Free-form context for models and recorders (agent, playbook, line); never sent to a provider."""
+
+    def prompt_hash(self) -> str:
+        """A stable hash of what determines the answer: the messages and sampling settings (not metadata)."""
+        payload = {
+            "messages": [[message.role, message.content] for message in self.messages],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stop": list(self.stop),
+            "grammar": self.grammar,
+            "seed": self.seed,
+        }
+        encoded = json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return hashlib.sha256(encoded).hexdigest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    """Token counts of one model call (0 when the provider does not say)."""
+
+    prompt_tokens: int = 0
+    """Tokens in the prompt."""
+    completion_tokens: int = 0
+    """Tokens in the answer."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelResponse:
+    """A model's answer to one request."""
+
+    text: str
+    """The answer."""
+    model: str
+    """Which model answered (the model string)."""
+    usage: Usage = Usage()
+    """Token counts."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that can answer a ModelRequest."""
+
+    @property
+    def name(self) -> str:
+        """The model string, for traces and errors."""
+        ...
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Answer one request. Raise ModelError (or a subclass) on failure."""
+        ...
+
+
+class ModelError(PalError):
+    """A model call failed: the provider errored, timed out, or a scripted/replayed answer is missing."""
+
+
+class ModelNotAvailable(ModelError):
+    """The model cannot be used here: its package is not installed, or no answer is recorded for a prompt."""

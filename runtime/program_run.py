@@ -1,0 +1,372 @@
+"""A run of a program: agent instances, messaging, the model, limits, trace, and the main loop of seed 003.
+
+Start: every agent class whose startup mode is not `standby` gets an instance (ids 1000, 1001, ...);
+remote agents connect and list their tools; each agent runs its BGN playbooks, then a message loop
+(one asyncio task per agent). The run ends when a playbook yields exit, when every agent is idle with
+nothing left to read, or on a failure; tasks never outlive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pal_core.flow import PlaybookFlow
+from pal_core.ir import Agent, Program
+from pal_core.messaging import (
+    DEFAULT_MEETING_TIMEOUTS,
+    AsyncMessageQueue,
+    ChannelRegistry,
+    HumanParticipant,
+    MeetingManager,
+    MeetingTimeouts,
+    MessageType,
+    QueueClosed,
+    StreamObserver,
+)
+from runtime.agent import AgentInstance
+from runtime.errors import InputExhausted, ProgramError, ProgramExit, RunError
+from runtime.execution import Execution
+from runtime.humans import HumanInput, NoHuman
+from runtime.models.base import Model, ModelError, ModelRequest
+from runtime.models.limits import CallLimiter, CallLimits
+from runtime.remote import connector_for, playbook_for_tool
+from runtime.state import Frame
+from runtime.trace import Tracer
+from runtime.triggers import TriggerWatcher, check_message_triggers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunLimits:
+    """Limits and sampling settings of a run."""
+
+    max_model_calls: int | None = 200
+    """Model calls allowed in the whole run (None: no limit)."""
+    max_retries: int = 2
+    """Re-asks after a rejected answer before the playbook fails (N in the issue)."""
+    model_timeout: float | None = 120.0
+    """Seconds one model call may take."""
+    max_answer_tokens: int = 1024
+    """Token cap of one answer."""
+    temperature: float = 0.0
+    """Sampling temperature."""
+    seed: int | None = None
+    """Sampling seed, for models that take one."""
+    max_react_rounds: int = 8
+    """Rounds a react playbook may take."""
+    meeting_attendance_timeout: float = 30.0
+    """Seconds a meeting waits for its required attendees."""
+
+
+@dataclass(slots=True, kw_only=True)
+class RunResult:
+    """How a run ended."""
+
+    status: str
+    """`exit` (a playbook yielded exit), `idle` (nothing left to do), `needs_input`, or `error`."""
+    reason: str = ""
+    """Why, in words."""
+    error: BaseException | None = None
+    """The failure, for status `error`."""
+    model_calls: int = 0
+    """Model calls made."""
+    variables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each agent's variables at the end, by `Klass:id`."""
+    messages_to_user: list[str] = field(default_factory=list)
+    """Everything said to the user, in order."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "error"
+
+
+class ProgramRun:
+    """One run of a program."""
+
+    def __init__(
+        self,
+        program: Program,
+        *,
+        model: Model | None = None,
+        limits: RunLimits = RunLimits(),
+        human: HumanInput | None = None,
+        tracer: Tracer | None = None,
+        observers: tuple[StreamObserver, ...] = (),
+        meeting_timeouts: MeetingTimeouts = DEFAULT_MEETING_TIMEOUTS,
+        grammar: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
+        examples: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
+    ) -> None:
+        self.program = program
+        self.model = model
+        self.limits = limits
+        self.human: HumanInput = human or NoHuman()
+        self.tracer = tracer or Tracer()
+        self.meeting_timeouts = meeting_timeouts
+        self.limiter = CallLimiter(
+            CallLimits(max_calls=limits.max_model_calls, call_timeout=limits.model_timeout)
+        )
+        self.registry = ChannelRegistry()
+        self.meetings = MeetingManager(self.registry)
+        self.human_inbox = AsyncMessageQueue("inbox of human")
+        for observer in observers:
+            self.registry.add_stream_observer(observer)
+        self.instances: dict[str, AgentInstance] = {}
+        self._next_id = 1000
+        self._grammar = grammar
+        self._examples = examples
+        self._tasks: list[asyncio.Task[None]] = []
+        self._finished = asyncio.Event()
+        self._result: RunResult | None = None
+        self._busy: set[str] = set()
+        self._started = False
+        self._creating: dict[str, asyncio.Future[AgentInstance]] = {}
+        self.messages_to_user: list[str] = []
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register the human, create the start-up agents, connect remote agents."""
+        if self._started:
+            return
+        self._started = True
+        self.registry.register(HumanParticipant(inbox=self.human_inbox))
+        for agent in self.program.agents:
+            if (agent.metadata.startup_mode or "default") != "standby":
+                await self.create_instance(agent)
+
+    async def create_instance(self, agent: Agent) -> AgentInstance:
+        """A new instance of an agent class: id, inbox, Python code, remote tools."""
+        instance = AgentInstance(id=str(self._next_id), ir=agent, run=self)
+        self._next_id += 1
+        self.instances[instance.id] = instance
+        self.registry.register(instance.participant())
+        instance.load_python(self._python_namespace(instance))
+        if agent.metadata.remote is not None:
+            await self._connect_remote(instance)
+        TriggerWatcher(instance).install()
+        self.trace(instance, "agent", detail=f"{agent.name} started as agent {instance.id}")
+        return instance
+
+    async def _connect_remote(self, instance: AgentInstance) -> None:
+        spec = instance.ir.metadata.remote
+        if spec is None:
+            return
+        connector = connector_for(spec.type)
+        try:
+            connection = await connector(spec, instance.klass)
+            tools = await connection.list_tools()
+        except ProgramError:
+            raise
+        except Exception as error:
+            raise ProgramError(
+                f"remote agent {instance.klass} ({spec.type}) could not connect: {error}"
+            ) from error
+        instance.remote = connection
+        for tool in tools:
+            instance.playbooks[tool.name] = playbook_for_tool(tool)
+        self.trace(instance, "agent", detail=f"remote agent {instance.klass}: {len(tools)} tool(s)")
+
+    def _python_namespace(self, instance: AgentInstance) -> dict[str, Any]:
+        from runtime.python_namespace import namespace_for
+
+        return namespace_for(instance)
+
+    async def run(self) -> RunResult:
+        """Run every agent's BGN playbooks and message loops until exit, idleness, or failure."""
+        try:
+            await self.start()
+        except (ProgramError, RunError) as error:
+            await self.shutdown()
+            return self._finish_result("error", str(error), error)
+        for instance in list(self.instances.values()):
+            self._spawn(instance)
+        if not self._tasks:
+            self._finish("idle", "no agent to run")
+        await self._finished.wait()
+        await self.shutdown()
+        return self._result or self._finish_result("idle", "finished")
+
+    def _spawn(self, instance: AgentInstance) -> None:
+        self._busy.add(instance.id)
+        task = asyncio.create_task(self._agent_main(instance), name=f"agent {instance.klass} {instance.id}")
+        self._tasks.append(task)
+
+    async def _agent_main(self, instance: AgentInstance) -> None:
+        try:
+            for playbook in instance.playbooks.values():
+                if any(trigger.code == "BGN" for trigger in playbook.triggers):
+                    await Execution(instance).execute(playbook, [], {})
+            await self._message_loop(instance)
+        except ProgramExit as stop:
+            self._finish("exit", stop.reason)
+        except InputExhausted as error:
+            self._finish("needs_input", str(error))
+        except QueueClosed:
+            self._finish("idle", "shut down")
+        except (RunError, ProgramError, ModelError) as error:
+            self._finish("error", str(error), error)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # a bug in a playbook's Python or ours: report it, never hang
+            self._finish("error", f"{type(error).__name__}: {error}", error)
+
+    async def _message_loop(self, instance: AgentInstance) -> None:
+        execution = Execution(instance)
+        while True:
+            if not instance.inbox.peek(lambda _message: True):
+                self._set_idle(instance.id)
+            messages = await instance.inbox.get_batch()
+            self._busy.add(instance.id)
+            invitations = [m for m in messages if m.message_type is MessageType.MEETING_INVITATION]
+            others = [m for m in messages if m.message_type is not MessageType.MEETING_INVITATION]
+            if others:
+                execution.receive(others)
+                await check_message_triggers(execution)
+            for invitation in invitations:
+                from runtime.meetings import join_meeting
+
+                await join_meeting(Execution(instance), invitation)
+
+    def _set_idle(self, agent_id: str) -> None:
+        self._busy.discard(agent_id)
+        if self._busy:
+            return
+        pending = any(instance.inbox.peek(lambda _message: True) for instance in self.instances.values())
+        if not pending:
+            self._finish("idle", "every agent is waiting and no message is pending")
+
+    def _finish(self, status: str, reason: str, error: BaseException | None = None) -> None:
+        if self._result is None:
+            self._result = self._finish_result(status, reason, error)
+        self._finished.set()
+
+    def _finish_result(self, status: str, reason: str, error: BaseException | None = None) -> RunResult:
+        result = RunResult(
+            status=status,
+            reason=reason,
+            error=error,
+            model_calls=self.limiter.calls,
+            variables={f"{i.klass}:{i.id}": i.state.variables.snapshot() for i in self.instances.values()},
+            messages_to_user=list(self.messages_to_user),
+        )
+        self.trace(None, "exit", detail=f"{status}: {reason}")
+        return result
+
+    async def shutdown(self) -> None:
+        """Cancel agent tasks, close remote connections and the messaging layer; idempotent."""
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for instance in self.instances.values():
+            if instance.remote is not None:
+                connection, instance.remote = instance.remote, None
+                try:
+                    await connection.close()
+                except Exception as error:  # closing must not hide the run's own outcome
+                    self.trace(instance, "error", detail=f"closing remote agent: {error}")
+        if not self.registry.shut_down:
+            await self.registry.shutdown()
+        self.tracer.close()
+
+    # --- agents ----------------------------------------------------------------------------------
+
+    def agent_class(self, name: str) -> Agent | None:
+        return self.program.agent(name)
+
+    def instance_by_class(self, name: str) -> AgentInstance | None:
+        for instance in self.instances.values():
+            if instance.klass == name:
+                return instance
+        return None
+
+    async def agent_instance(self, name: str) -> AgentInstance | None:
+        """The instance of an agent class (created on first use for standby agents), or by `agent <id>`."""
+        if name.startswith("agent "):
+            return self.instances.get(name.split(" ", 1)[1].strip())
+        if name in self.instances:
+            return self.instances[name]
+        existing = self.instance_by_class(name)
+        if existing is not None:
+            return existing
+        agent = self.agent_class(name)
+        if agent is None:
+            return None
+        pending = self._creating.get(name)
+        if pending is None:
+            pending = asyncio.get_running_loop().create_future()
+            self._creating[name] = pending
+            try:
+                instance = await self.create_instance(agent)
+            except BaseException as error:
+                pending.set_exception(error)
+                del self._creating[name]
+                raise
+            pending.set_result(instance)
+            if self._tasks:
+                self._spawn_loop_only(instance)
+            return instance
+        return await pending
+
+    def _spawn_loop_only(self, instance: AgentInstance) -> None:
+        self._busy.add(instance.id)
+        task = asyncio.create_task(self._loop_only(instance), name=f"agent {instance.klass} {instance.id}")
+        self._tasks.append(task)
+
+    async def _loop_only(self, instance: AgentInstance) -> None:
+        try:
+            await self._message_loop(instance)
+        except QueueClosed:
+            return
+        except (RunError, ProgramError, ModelError) as error:
+            self._finish("error", str(error), error)
+        except ProgramExit as stop:
+            self._finish("exit", stop.reason)
+
+    # --- model, user, trace ----------------------------------------------------------------------
+
+    async def call_model(self, request: ModelRequest, agent: AgentInstance) -> tuple[int, str]:
+        """Ask the run's model; return (call id, text). RunError when no model is configured."""
+        if self.model is None:
+            raise RunError(
+                "this step needs a model and none is configured; pass --model (or set PAL_MODEL)",
+                agent=agent.klass,
+                playbook=str(request.metadata.get("playbook", "")) or None,
+                line=str(request.metadata.get("line", "")) or None,
+            )
+        response = await self.limiter.complete(self.model, request)
+        call_id = self.limiter.calls
+        self.trace(
+            agent,
+            "model_call",
+            playbook=str(request.metadata.get("playbook", "")) or None,
+            line=str(request.metadata.get("line", "")) or None,
+            model_call=call_id,
+            tokens={"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens},
+            detail=f"{response.model}: {len(response.text)} characters",
+        )
+        return call_id, response.text
+
+    async def request_user_input(self, agent: AgentInstance) -> str | None:
+        self.trace(agent, "yield", detail="waiting for user input")
+        return await self.human.read(agent.klass)
+
+    async def check_message_triggers(self, execution: Execution) -> None:
+        await check_message_triggers(execution)
+
+    def grammar_for(self, execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
+        return self._grammar(execution, frame, flow) if self._grammar is not None else None
+
+    def examples_for(self, execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
+        return self._examples(execution, frame, flow) if self._examples is not None else None
+
+    def trace(self, agent: AgentInstance | None, event: str, **fields: Any) -> None:
+        self.tracer.emit(
+            event=event,
+            agent=agent.klass if agent is not None else "",
+            agent_id=agent.id if agent is not None else "",
+            **fields,
+        )

@@ -1,0 +1,168 @@
+"""The prompt of one model turn (seeds 003/004): the playbook's PAL, where execution stands, the state,
+what the agent can call, the triggers, the recent session log and new messages, and the answer format."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pal_core.ir import Playbook
+from pal_core.writer import header, write_playbook
+from runtime.models.base import ChatMessage
+
+if TYPE_CHECKING:
+    from runtime.execution import Execution
+    from runtime.state import Frame
+
+SYSTEM = """You are the CPU of a PAL runtime. PAL (Playbooks Assembly Language) programs are playbooks of \
+numbered steps; each step has a command code: EXE (do or assign), QUE (call a playbook or function), TNK \
+(think), CND (if/while/for/otherwise: its sub-steps run when the condition holds), CHK (apply a note), RET \
+(return), JMP (jump to a line), YLD (yield: user, call, return, exit, meeting).
+
+You execute steps in order from the line you are given and report what you did, one action per line, in \
+exactly this format:
+
+recap – <one sentence: where things stand>
+plan – <one sentence: what you do now>
+`Step["<Playbook>:<Line>:<Code>"]` <inline call, if the step makes one, in backticks>
+`Var[$<name>, <JSON value>]`          (when a step sets a variable)
+trig? no                              (or trig? `Trigger["<Playbook>:T<n>:<Code>"]` when a trigger fires)
+yld <user|call|return|exit|meeting>   (the last line: why you stop)
+
+Rules the runtime checks before anything you write takes effect:
+- Start at the given line; never skip a line; follow CND bodies, JMP targets and loops exactly.
+- Use the exact `Playbook:Line:Code` of the program for every step.
+- Inline calls: `Say("user", "text")`, `Say("meeting", "text")`, `$x = Func($y, key="v")`. Arguments are \
+literals or $variables. Say may be used on any step; other calls only on QUE or EXE steps.
+- Stop at a YLD step with the matching yld (YLD user -> yld user, YLD call -> yld call, YLD exit -> yld exit).
+- After QUE calls whose results you need, stop with yld call; the runtime runs them and calls you again.
+- RET: `Step["P:NN:RET"]` `Return[<value>]` `Var[$__, "<1-5 line summary>"]` then yld return.
+- Write nothing after the final yld."""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSettings:
+    """Knobs of prompt building."""
+
+    session_log_lines: int = 30
+    max_value_chars: int = 400
+
+
+def build_messages(
+    execution: Execution,
+    frame: Frame,
+    *,
+    settings: PromptSettings = PromptSettings(),
+    examples: str | None = None,
+) -> list[ChatMessage]:
+    """The system and user messages for continuing `frame` at its current line."""
+    agent = execution.agent
+    playbook = frame.playbook
+    parts: list[str] = [f"# Agent {agent.klass} (id {agent.id})"]
+    if agent.ir.description:
+        parts.append(agent.ir.description)
+    parts.append("## The playbook you are executing\n```pal\n" + write_playbook(playbook).rstrip() + "\n```")
+    callable_lines = _callables(execution, playbook)
+    if callable_lines:
+        parts.append("## Playbooks you can call\n" + "\n".join(callable_lines))
+    triggers = _triggers(execution)
+    if triggers:
+        parts.append("## Triggers\n" + "\n".join(triggers))
+    parts.append("## State\n" + _state(execution, frame, settings))
+    log = agent.state.session_log.tail(settings.session_log_lines)
+    if log:
+        parts.append("## Session log (most recent last)\n" + "\n".join(f"- {entry}" for entry in log))
+    if agent.unread:
+        parts.append(
+            "## New messages\n"
+            + "\n".join(
+                f"- from {message.sender_klass} ({message.sender_id}): {message.content}"
+                for message in agent.unread
+            )
+        )
+    if examples:
+        parts.append("## Example answers (format only; use the real lines of the program)\n" + examples)
+    step = frame.flow.by_line.get(frame.line) if frame.flow is not None else None
+    current = (
+        f"`{step.line}:{step.opcode} {step.text}`".replace(" `", "`") if step is not None else frame.line
+    )
+    parts.append(
+        f"## Your task\nContinue executing {playbook.name} at line {frame.line}: {current}\n"
+        f'Begin with recap and plan, then `Step["{playbook.name}:{frame.line}:{step.opcode if step else "?"}"]`.'
+    )
+    return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n\n".join(parts))]
+
+
+def _callables(execution: Execution, running: Playbook) -> list[str]:
+    lines: list[str] = []
+    agent = execution.agent
+    for playbook in agent.playbooks.values():
+        if playbook.name == running.name:
+            continue
+        lines.append(f"- {_signature(playbook)}{_summary(playbook)}")
+    for other in execution.run.program.agents:
+        if other.name == agent.klass:
+            continue
+        instance = execution.run.instance_by_class(other.name)
+        playbooks = instance.playbooks.values() if instance is not None else other.playbooks
+        for playbook in playbooks:
+            if playbook.public:
+                lines.append(f"- {other.name}.{_signature(playbook)}{_summary(playbook)}")
+    return lines
+
+
+def _signature(playbook: Playbook) -> str:
+    return header(playbook).removeprefix("## ")
+
+
+def _summary(playbook: Playbook) -> str:
+    first = playbook.description.strip().split("\n", 1)[0] if playbook.description else ""
+    return f": {first}" if first else ""
+
+
+def _triggers(execution: Execution) -> list[str]:
+    lines = []
+    for playbook in execution.agent.playbooks.values():
+        for trigger in playbook.triggers:
+            if trigger.code != "BGN":
+                lines.append(f'- `Trigger["{playbook.name}:{trigger.id}:{trigger.code}"]` {trigger.text}')
+    return lines
+
+
+def _state(execution: Execution, frame: Frame, settings: PromptSettings) -> str:
+    variables = execution.agent.state.variables
+    rows = []
+    for name, value in variables.snapshot().items():
+        declared = variables.type_of(name)
+        kind = f":{declared}" if declared else ""
+        rows.append(f"- ${name}{kind} = {_value(value, settings.max_value_chars)}")
+    stack = " > ".join(execution.stack.describe()) or "(empty)"
+    text = "Variables:\n" + ("\n".join(rows) if rows else "- (none)") + f"\nCall stack: {stack}"
+    meeting = frame.meeting_id
+    if meeting:
+        text += f'\nIn meeting {meeting}: speak with Say("meeting", ...), wait with yld meeting.'
+    artifacts = execution.agent.state.artifacts
+    if artifacts:
+        text += "\nArtifacts: " + ", ".join(
+            f"{name} ({artifact.summary})" for name, artifact in artifacts.items()
+        )
+    return text
+
+
+def _value(value: Any, limit: int) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def retry_message(violations: list[str], frame: Frame) -> str:
+    """What the model reads after a rejected answer."""
+    listed = "\n".join(f"- {violation}" for violation in violations)
+    return (
+        "Your answer was rejected; nothing of it was applied:\n"
+        f"{listed}\n"
+        f"Answer again from line {frame.line} of {frame.playbook.name}, following the format and the rules."
+    )

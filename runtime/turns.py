@@ -1,0 +1,174 @@
+"""One model turn: prompt, answer, parse, verify, and only then apply.
+
+A rejected answer changes nothing; the model is asked again with the broken rules named (at most
+`RunLimits.max_retries` times), then the playbook stops with a RunError quoting the last answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pal_core.contract import ContractSyntaxError, parse_answer
+from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction, VarAction, WhatAction
+from pal_core.contract.verify import ContractViolation, ExecutedStep, TurnContext, VerifiedTurn, verify
+from pal_core.flow import END, PlaybookFlow
+from pal_core.ir import Call, YieldKind
+from runtime.calls import invoke_call
+from runtime.control import Control
+from runtime.errors import RunError
+from runtime.models.base import ChatMessage, ModelRequest
+from runtime.prompt import build_messages, retry_message
+from runtime.values import coerce
+
+if TYPE_CHECKING:
+    from runtime.execution import Execution
+    from runtime.state import Frame
+
+_SPEECH = frozenset({"Say", "SendMessage"})
+
+
+def turn_context(execution: Execution, frame: Frame, flow: PlaybookFlow) -> TurnContext:
+    """Where execution stands, for the verifier."""
+    variables = execution.agent.state.variables
+    known = {name: variables.type_of(name) for name in variables}
+    triggers = frozenset(
+        f"{playbook.name}:{trigger.id}:{trigger.code}"
+        for playbook in execution.agent.playbooks.values()
+        for trigger in playbook.triggers
+    )
+    return TurnContext(
+        playbook=frame.playbook,
+        flow=flow,
+        current_line=frame.line,
+        resumed_line=frame.last_line,
+        variables=known,
+        declared_types=variables.types,
+        is_callable=execution.is_callable,
+        triggers=triggers,
+        in_meeting=frame.meeting_id is not None,
+    )
+
+
+async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Control:
+    """Ask the model to continue the frame; apply the verified answer; return how it yields."""
+    run = execution.run
+    context = turn_context(execution, frame, flow)
+    messages = build_messages(execution, frame, examples=run.examples_for(execution, frame, flow))
+    attempts = 0
+    while True:
+        request = ModelRequest(
+            messages=tuple(messages),
+            max_tokens=run.limits.max_answer_tokens,
+            temperature=run.limits.temperature,
+            seed=run.limits.seed,
+            grammar=run.grammar_for(execution, frame, flow),
+            metadata={"agent": execution.agent.klass, "playbook": frame.playbook.name, "line": frame.line},
+        )
+        call_id, text = await run.call_model(request, execution.agent)
+        try:
+            turn = verify(parse_answer(text), context)
+        except ContractSyntaxError as error:
+            problems = [f"{error.code} answer line {error.line}: {error.message}"]
+        except ContractViolation as error:
+            problems = [violation.format() for violation in error.violations]
+        else:
+            frame.turns += 1
+            return await apply_turn(execution, frame, flow, turn, call_id)
+        attempts += 1
+        run.trace(
+            execution.agent,
+            "violation",
+            playbook=frame.playbook.name,
+            line=frame.line,
+            model_call=call_id,
+            detail="; ".join(problems),
+        )
+        if attempts > run.limits.max_retries:
+            raise RunError(
+                f"the model broke the contract {attempts} times in a row; last: {'; '.join(problems)}",
+                agent=execution.agent.klass,
+                playbook=frame.playbook.name,
+                line=frame.line,
+                violations=tuple(problems),
+                answer=text,
+            )
+        messages = [
+            *messages,
+            ChatMessage(role="assistant", content=text),
+            ChatMessage(role="user", content=retry_message(problems, frame)),
+        ]
+
+
+async def apply_turn(
+    execution: Execution, frame: Frame, flow: PlaybookFlow, turn: VerifiedTurn, call_id: int
+) -> Control:
+    """Apply a verified turn in the order the model wrote it."""
+    run = execution.run
+    agent = execution.agent
+    variables = agent.state.variables
+    returned: Any = None
+    execution.agent.unread.clear()  # the model has seen them
+    for action in turn.actions:
+        if isinstance(action, ExecutedStep):
+            step = action.step
+            run.trace(
+                agent,
+                "step",
+                playbook=frame.playbook.name,
+                line=step.line,
+                opcode=step.opcode,
+                model_call=call_id,
+                detail=action.action.note[:200],
+            )
+            agent.state.session_log.add(
+                f"{frame.playbook.name}:{step.line}:{step.opcode} {action.action.note}".rstrip()
+            )
+            for call in action.calls:
+                if call.name in _SPEECH or step.opcode == "EXE":
+                    await invoke_call(execution, call)
+                else:
+                    frame.queued.append(call)
+        elif isinstance(action, VarAction):
+            value = _var_value(action, variables)
+            declared = variables.type_of(action.name)
+            value = coerce(value, declared)
+            variables.set(action.name, value)
+            run.trace(
+                agent, "var", playbook=frame.playbook.name, changed={action.name: value}, model_call=call_id
+            )
+        elif isinstance(action, ArtifactAction):
+            execution.save_artifact(action.name, action.summary, action.content)
+        elif isinstance(action, TriggerAction):
+            for ref in action.fired:
+                run.trace(agent, "trigger", playbook=ref.playbook, detail=str(ref), model_call=call_id)
+                frame.queued.append(Call(name=ref.playbook))
+        elif isinstance(action, ReturnAction):
+            returned = _return_value(action, variables)
+        elif isinstance(action, WhatAction):
+            agent.state.session_log.add(f"what? {action.text}")
+    if turn.summary is not None:
+        agent.state.session_log.add(f"{frame.playbook.name} summary: {turn.summary}")
+    last = turn.steps[-1].step if turn.steps else None
+    frame.last_line = last.line if last is not None else frame.last_line
+    frame.line = turn.next_line
+    if turn.yield_target is YieldKind.RETURN or turn.next_line == END:
+        frame.return_value = (
+            coerce(returned, frame.playbook.returns) if turn.returned is not None else frame.return_value
+        )
+    return Control(yield_kind=turn.yield_target, yield_name=turn.yield_name, model_call=call_id)
+
+
+def _var_value(action: VarAction, variables: Any) -> Any:
+    if action.literal:
+        return action.value
+    raw = action.raw.strip()
+    if raw.startswith("$") and raw[1:] in variables:
+        return variables[raw[1:]]
+    return action.value
+
+
+def _return_value(action: ReturnAction, variables: Any) -> Any:
+    raw = action.raw.strip()
+    if raw.startswith("$") and raw[1:] in variables:
+        return variables[raw[1:]]
+    return action.value
