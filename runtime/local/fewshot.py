@@ -301,6 +301,7 @@ class _ExampleWriter:
 
 
 def _literal(text: str) -> JsonValue | None:
+    """The value of a Python literal (None when `text` is not one, or is `None`)."""
     try:
         value = ast.literal_eval(text.strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -310,19 +311,39 @@ def _literal(text: str) -> JsonValue | None:
 
 def _fits(value: JsonValue, kind: ValueKind, limits: TurnLimits) -> bool:
     """Whether the grammar admits `value` as a value of `kind` (shape, simple strings, sizes)."""
+    if kind is ValueKind.LIST or (kind is ValueKind.ANY and isinstance(value, list)):
+        return (
+            isinstance(value, list)
+            and len(value) <= limits.list_items
+            and all(
+                _fits(item, ValueKind.ANY, limits) and not isinstance(item, (list, dict)) for item in value
+            )
+        )
+    if kind is ValueKind.OBJECT or (kind is ValueKind.ANY and isinstance(value, dict)):
+        return (
+            isinstance(value, dict)
+            and len(value) <= limits.list_items
+            and all(
+                _fits(key, ValueKind.STRING, limits)
+                and _fits(item, ValueKind.ANY, limits)
+                and not isinstance(item, (list, dict))
+                for key, item in value.items()
+            )
+        )
     if isinstance(value, bool):
         return kind in (ValueKind.BOOLEAN, ValueKind.ANY)
-    if isinstance(value, int):
-        return kind in (ValueKind.INTEGER, ValueKind.NUMBER, ValueKind.ANY) and abs(value) < 10**15
-    if isinstance(value, float):
-        return kind in (ValueKind.NUMBER, ValueKind.ANY) and _PLAIN_NUMBER.fullmatch(_json(value)) is not None
+    if isinstance(value, (int, float)):
+        number_kinds = (ValueKind.NUMBER, ValueKind.ANY) + (
+            (ValueKind.INTEGER,) if isinstance(value, int) else ()
+        )
+        return kind in number_kinds and _PLAIN_NUMBER.fullmatch(_json(value)) is not None
     if isinstance(value, str):
         return (
             kind in (ValueKind.STRING, ValueKind.ANY)
             and len(value) <= limits.string_chars
             and not _NOT_IN_STRINGS.search(value)
         )
-    return False  # lists and objects in examples are always placeholders
+    return value is None and kind is ValueKind.ANY
 
 
 def _json(value: JsonValue) -> str:
