@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pal_core.flow import EdgeKind
 from pal_core.ir import ArgKind, Call, JsonValue, Program, Step
 from runtime.local.turns import (
-    SAY,
+    SPEECH,
     TurnLimits,
     TurnPlan,
     TurnSpec,
@@ -30,6 +30,7 @@ from runtime.local.turns import (
     argument_text,
     returns_value,
     say_target,
+    writes_call,
 )
 from runtime.models.base import ChatMessage
 
@@ -160,8 +161,7 @@ class _ExampleWriter:
             following = path[index + 1] if index + 1 < len(path) else None
             lines.extend(self._step_lines(plan.steps[line], following))
             if following is None:
-                exit_ = plan.exits[line]
-                ending = exit_.words[0] if exit_ is not None else "return"
+                ending = plan.exit_words(line, plan.budget - index)[0]
                 lines.append(f"yld {ending}")
             else:
                 lines.append("trig? no")
@@ -191,10 +191,14 @@ class _ExampleWriter:
                     return tuple(path)
                 else:
                     choices = [taken]
-            elif plan.exits[line] is not None or not choices:
+            elif self._ends_naturally(line) or not choices:
                 return tuple(path)
             path.append(choices[0])
             remaining -= 1
+
+    def _ends_naturally(self, line: str) -> bool:
+        exit_ = self.plan.exits[line]
+        return exit_ is not None and bool(exit_.words)
 
     def _asked_before(self, line: str) -> tuple[str, ...]:
         """Variables the steps up to `line` declare but the turn before did not set: what the reply brings."""
@@ -215,7 +219,7 @@ class _ExampleWriter:
         head = f'`Step["{plan.ref(step.line)}"]`'
         if returns_value(step):
             return [f"{head} {self._return(step)}"]
-        if step.call is not None:
+        if step.call is not None and writes_call(step):
             return [f"{head} `{self._call(step.call)}`"]
         if step.opcode == "EXE":
             if step.assignment is not None:
@@ -245,16 +249,18 @@ class _ExampleWriter:
             typed = f":{call.result.type}" if call.result.type else ""
             result = f"${call.result.name}{typed} = "
             self._remember(call.result.name, self._placeholder(call.result.name))
-        if call.name == SAY:
+        if call.name in SPEECH:
             text = call.arguments[-1].text if call.arguments else "Hello"
-            return f"{result}Say({say_target(call)}, {_json(self._message(text))})"
+            return f"{result}{call.name}({say_target(call)}, {_json(self._message(text))})"
         arguments = []
         for argument in call.arguments:
             prefix = f"{argument.name}=" if argument.name else ""
-            if argument.kind is ArgKind.TEXT:
-                arguments.append(prefix + _json(_clip_string(argument.text, self.limits.string_chars)))
-            else:
+            if argument.kind in (ArgKind.VARIABLE, ArgKind.LITERAL):
                 arguments.append(prefix + argument_text(argument))
+            elif argument.kind is ArgKind.TEXT:
+                arguments.append(prefix + _json(_clip_string(argument.text, self.limits.string_chars)))
+            else:  # a Python expression: the answer passes its value
+                arguments.append(prefix + _json(self._example_of(ValueKind.ANY, argument.text)))
         return f"{result}{call.name}({', '.join(arguments)})"
 
     def _condition_note(self, step: Step, following: str | None) -> str:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pal_core.ir import ArgKind, Call, Step
 from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
 from runtime.local.turns import (
-    SAY,
+    SPEECH,
     Callee,
     TurnPlan,
     TurnSpec,
@@ -41,6 +41,7 @@ from runtime.local.turns import (
     argument_text,
     returns_value,
     say_target,
+    writes_call,
 )
 
 _CONTROL = [("\x00", "\x1f")]
@@ -108,24 +109,20 @@ class _GrammarBuilder:
         """The rule for "execute `line` with `remaining` steps left (it included), then end or go on"."""
         plan = self.plan
         exit_ = plan.exits[line]
-        following = plan.next_lines(line, remaining)
-        if exit_ is not None and exit_.mandatory:
-            name = rule_name("fin", line)
-        else:
-            name = rule_name("st", line, str(remaining))
+        mandatory = exit_ is not None and exit_.mandatory
+        name = rule_name("fin", line) if mandatory else rule_name("st", line, str(remaining))
         if name in self.rules:
             return name
-        tails: list[str] = []
-        if exit_ is not None:
-            tails.extend(literal(f"yld {word}") for word in exit_.words)
+        tails = [literal(f"yld {word}") for word in plan.exit_words(line, remaining)]
+        following = plan.next_lines(line, remaining)
         if following:
+            # Loops revisit a line only with fewer steps left, so this recursion always ends.
             nexts = alternatives(self._state(target, remaining - 1) for target in following)
             tails.append(f"{_TRIG_NO} {nexts}")
-        if exit_ is None or not exit_.mandatory:
+        if not mandatory:
             fired = self._fired()
             if fired is not None:
                 tails.append(fired)
-        # Loops revisit a line only with fewer steps left, so this recursion always ends.
         return self.rules.define(name, f"{self._step(line)} {alternatives(tails)}")
 
     def _fired(self) -> str | None:
@@ -167,7 +164,7 @@ class _GrammarBuilder:
         """What follows the step's reference on its line, and the lines after it."""
         if returns_value(step):
             return self._return(step), ""
-        if step.call is not None:
+        if step.call is not None and writes_call(step):
             return f"{literal(' `')} {self._call(step.call)} {literal('`')}", ""
         if step.opcode == "EXE":
             if step.assignment is not None:
@@ -210,24 +207,26 @@ class _GrammarBuilder:
     # Calls ----------------------------------------------------------------------------------------
 
     def _call(self, call: Call) -> str:
-        """The call exactly as the program writes it; natural-language parts become free strings."""
+        """The call as the program writes it. Natural-language arguments become free strings and Python
+        expressions become values (the verifier takes only literals and `$variables`)."""
         parts: list[str] = []
         if call.result is not None:
             typed = f":{call.result.type}" if call.result.type else ""
             parts.append(literal(f"${call.result.name}{typed} = "))
-        if call.name == SAY:
+        if call.name in SPEECH:
             target = say_target(call)
-            parts.append(f"{literal(f'Say({target}, ')} {self._say_message()} {literal(')')}")
+            parts.append(f"{literal(f'{call.name}({target}, ')} {self._say_message()} {literal(')')}")
             return " ".join(parts)
         pieces: list[str] = [literal(f"{call.name}(")]
         for index, argument in enumerate(call.arguments):
             prefix = (", " if index else "") + (f"{argument.name}=" if argument.name else "")
-            if argument.kind is ArgKind.TEXT:
-                if prefix:
-                    pieces.append(literal(prefix))
-                pieces.append(self._value(ValueKind.STRING))
-            else:
+            if argument.kind in (ArgKind.VARIABLE, ArgKind.LITERAL):
                 pieces.append(literal(prefix + argument_text(argument)))
+                continue
+            if prefix:
+                pieces.append(literal(prefix))
+            kind = ValueKind.STRING if argument.kind is ArgKind.TEXT else ValueKind.ANY
+            pieces.append(self._value(kind))
         pieces.append(literal(")"))
         parts.append(" ".join(pieces))
         return " ".join(parts)

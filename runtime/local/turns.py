@@ -31,8 +31,8 @@ from pal_core.ir import (
     YieldKind,
 )
 
-SAY = "Say"
-"""The builtin that speaks; its message is free text the model writes."""
+SPEECH = frozenset({"Say", "SendMessage"})
+"""Builtins that speak: `Name(target, message)`, the message free text the model writes."""
 
 
 class GrammarError(PalError):
@@ -191,12 +191,34 @@ def returns_value(step: Step) -> bool:
 
 
 def queues_call(step: Step) -> bool:
-    """Whether the step queues a call whose result the runtime must produce (any callee but Say)."""
-    return step.call is not None and step.call.name != SAY and step.opcode in ("QUE", "EXE")
+    """Whether the step queues a call whose result the runtime must produce (any callee but speech)."""
+    return step.call is not None and step.call.name not in SPEECH and step.opcode in ("QUE", "EXE")
+
+
+def writes_call(step: Step) -> bool:
+    """Whether the answer writes the step's call on its line: speech anywhere, other calls on QUE and
+    EXE steps only (the verifier allows no other call on TNK, CHK, ...)."""
+    return step.call is not None and (step.call.name in SPEECH or step.opcode in ("QUE", "EXE"))
+
+
+def _dead_end(step: Step) -> bool:
+    """A step that ends the turn with a yield no answer can name."""
+    target = step.yield_target
+    ends_turn = step.opcode == "YLD" or target is not None
+    return (
+        step.opcode != "RET" and ends_turn and (target is None or not _yield_words(target.kind, target.name))
+    )
 
 
 class TurnPlan:
-    """The legal shapes of one turn: entries, exits, and which step may follow which."""
+    """The legal shapes of one turn: entries, exits, and which step may follow which.
+
+    The rules are the verifier's (pal_core.contract.verify): steps follow flow edges from the current
+    line; a YLD, a RET or an inline `; YLD ...` ends the turn with its own yield; `yld call` may end a
+    turn after any other step (the runtime runs queued calls and asks again), which the grammar offers
+    after a queued call and when the step budget is spent; `yld return` ends it where the playbook
+    can end. A step whose yield target is unknown can end no turn, so no path enters it.
+    """
 
     def __init__(self, spec: TurnSpec) -> None:
         self.spec = spec
@@ -204,26 +226,21 @@ class TurnPlan:
         self.playbook = _markdown_playbook(self.agent, spec.playbook)
         self.flow = PlaybookFlow(self.playbook)
         self.steps: dict[str, Step] = dict(self.flow.by_line)
+        self.blocked = frozenset(line for line, step in self.steps.items() if _dead_end(step))
+        """Lines whose yield target is unknown: no answer through them passes the verifier."""
         self.exits: dict[str, StepExit | None] = {}
         self.continuations: dict[str, tuple[str, ...]] = {}
         for line, step in self.steps.items():
-            following = tuple(target for target in self._targets(line) if target != END)
+            following = tuple(
+                target for target in self._targets(line) if target != END and target not in self.blocked
+            )
             self.continuations[line] = following
             self.exits[line] = self._exit(step, following)
         self.distance = self._distances()
-        """Fewest steps from a line to the end of a turn (math.inf: never)."""
-        entries = self._entries()
-        reachable = tuple(line for line in entries if self.distance[line] < math.inf)
-        if not reachable:
-            where = ", ".join(entries)
-            raise GrammarError(
-                f"{self.playbook.name}: no path from line {where} reaches a yield or a return, "
-                "so a turn starting there can never end"
-            )
-        self.entries: tuple[str, ...] = reachable
+        """Fewest steps from a line to a turn end the program itself calls for (math.inf: none)."""
+        self.entries: tuple[str, ...] = self._entries()
         """Lines the turn may start at."""
-        longest_needed = max(int(self.distance[line]) for line in reachable)
-        self.budget = max(spec.limits.max_steps, longest_needed)
+        self.budget = spec.limits.max_steps
         """The most steps a turn may execute."""
         self.variables = _variable_kinds(self.playbook, spec.variables)
         """Every variable the answer may set, with the kind of value it holds."""
@@ -240,30 +257,27 @@ class TurnPlan:
         if step.opcode == "RET":
             return StepExit(words=("return",), mandatory=True)
         if target is not None:
-            words = _yield_words(target.kind, target.name)
-            if words:
-                return StepExit(words=words, mandatory=True)
-        words_list: list[str] = []
+            return StepExit(words=_yield_words(target.kind, target.name), mandatory=True)
+        words: list[str] = []
         if queues_call(step):
-            words_list.append("call")
+            words.append("call")
         falls_off = any(
             edge.target == END and edge.kind is EdgeKind.RETURN for edge in self.flow.edges_from(step.line)
         )
         if falls_off:
-            words_list.append("return")
-        if not words_list:
+            words.append("return")
+        if not words:
             return None
-        return StepExit(words=tuple(words_list), mandatory=not following)
+        return StepExit(words=tuple(words), mandatory=not following)
 
     def _distances(self) -> dict[str, float]:
-        distance: dict[str, float] = {
-            line: 1.0 if self.exits[line] is not None else math.inf for line in self.steps
-        }
+        ends = {line for line, exit_ in self.exits.items() if exit_ is not None and exit_.words}
+        distance: dict[str, float] = {line: 1.0 if line in ends else math.inf for line in self.steps}
         changed = True
         while changed:
             changed = False
             for line in self.steps:
-                if self.exits[line] is not None:
+                if line in ends:
                     continue
                 best = min((distance[target] for target in self.continuations[line]), default=math.inf)
                 if best + 1 < distance[line]:
@@ -279,25 +293,44 @@ class TurnPlan:
         if spec.current_line is not None:
             if spec.current_line not in self.steps:
                 raise GrammarError(f"{name} has no line {spec.current_line}")
-            return (spec.current_line,)
-        if spec.resume_after is not None:
+            entries: tuple[str, ...] = (spec.current_line,)
+        elif spec.resume_after is not None:
             if spec.resume_after not in self.steps:
                 raise GrammarError(f"{name} has no line {spec.resume_after}")
-            following = self.continuations[spec.resume_after]
-            if not following:
+            entries = self.continuations[spec.resume_after]
+            if not entries:
                 raise GrammarError(f"{name}: nothing follows line {spec.resume_after}; the playbook is done")
-            return following
-        if not self.steps:
+        elif not self.steps:
             raise GrammarError(f"{name} has no steps to execute")
-        return (self.flow.first,)
+        else:
+            entries = (self.flow.first,)
+        usable = tuple(line for line in entries if line not in self.blocked)
+        if not usable:
+            target = self.steps[entries[0]].yield_target
+            said = target.name if target is not None else ""
+            raise GrammarError(
+                f"{name}:{entries[0]} yields to {said!r}, which is no yield target "
+                "(user, call, return, exit, meeting, agent <name>); no turn can end there"
+            )
+        return usable
 
     def next_lines(self, line: str, remaining: int) -> tuple[str, ...]:
-        """Lines that may follow `line` in a turn that has `remaining` steps left, `line` included;
-        only lines from which the turn can still end in time."""
+        """Lines that may follow `line` in a turn with `remaining` steps left, `line` included."""
         exit_ = self.exits[line]
-        if exit_ is not None and exit_.mandatory:
+        if remaining <= 1 or (exit_ is not None and exit_.mandatory):
             return ()
-        return tuple(target for target in self.continuations[line] if self.distance[target] <= remaining - 1)
+        return self.continuations[line]
+
+    def exit_words(self, line: str, remaining: int) -> tuple[str, ...]:
+        """What may follow `yld ` right after `line` with `remaining` steps left, `line` included: the
+        step's own yield, and `call` when the turn may pause here (the budget is spent, or nothing legal
+        follows)."""
+        exit_ = self.exits[line]
+        words = list(exit_.words) if exit_ is not None else []
+        pausable = exit_ is None or not exit_.mandatory
+        if pausable and "call" not in words and (remaining <= 1 or not self.next_lines(line, remaining)):
+            words.append("call")
+        return tuple(words)
 
     def mentioned(self, step: Step) -> tuple[str, ...]:
         """The variables the step's text names, in order of first mention."""

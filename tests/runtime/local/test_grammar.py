@@ -261,18 +261,38 @@ def _program(steps: str, returns: str = "None") -> Program:
     return parse(f"# Bot\nA test agent.\n\n## Long() -> {returns}\nA long playbook.\n### Steps\n{steps}\n")
 
 
-def test_a_turn_may_run_as_many_steps_as_its_nearest_end_needs() -> None:
+def test_a_long_stretch_without_yields_pauses_with_yld_call_when_the_budget_is_spent() -> None:
     steps = (
         "\n".join(f"{index:02d}:TNK Think about part {index}" for index in range(1, 15)) + "\n15:YLD for user"
     )
     spec = TurnSpec(program=_program(steps), agent="Bot", playbook="Long")
     built = build_turn_grammar(spec)
-    assert built.max_steps == 15
-    body = [f'`Step["Long:{index:02d}:TNK"]`\ntrig? no' for index in range(1, 15)]
-    text = answer(*HEAD, *body, '`Step["Long:15:YLD"]`', "yld user")
-    assert parse_gbnf(built.text).accepts(text)
-    skipped = text.replace('`Step["Long:07:TNK"]`\ntrig? no\n', "")
-    assert not parse_gbnf(built.text).accepts(skipped)
+    assert built.max_steps == 10
+    long = parse_gbnf(built.text)
+
+    def turn(first: int, last: int, ending: str) -> str:
+        body = [f'`Step["Long:{index:02d}:TNK"]`\ntrig? no' for index in range(first, last + 1)]
+        body[-1] = body[-1].removesuffix("\ntrig? no")
+        return answer(*HEAD, *body, ending)
+
+    assert long.accepts(turn(1, 10, "yld call"))
+    assert not long.accepts(turn(1, 11, "yld call")), "more steps than the budget"
+    assert not long.accepts(turn(1, 9, "yld call")), "a pause before the budget is spent"
+    assert not long.accepts(turn(1, 10, "yld user"))
+    assert not long.accepts(turn(1, 10, "yld call").replace('`Step["Long:07:TNK"]`\ntrig? no\n', ""))
+    rest = parse_gbnf(
+        build_turn_grammar(
+            TurnSpec(program=_program(steps), agent="Bot", playbook="Long", current_line="11")
+        ).text
+    )
+    assert rest.accepts(
+        answer(
+            *HEAD,
+            *[f'`Step["Long:{index:02d}:TNK"]`\ntrig? no' for index in range(11, 15)],
+            '`Step["Long:15:YLD"]`',
+            "yld user",
+        )
+    )
 
 
 def test_loops_are_bounded_by_the_step_budget() -> None:
@@ -324,10 +344,52 @@ def test_specs_naming_what_the_program_lacks_are_refused(options: dict[str, str]
         build_turn_grammar(TurnSpec(program=program(SEED), **arguments))  # type: ignore[arg-type]
 
 
-def test_a_loop_that_never_yields_has_no_grammar() -> None:
-    spinning = _program("01:TNK Spin\n02:JMP 01\n03:YLD for user")
-    with pytest.raises(GrammarError, match="no path from line 01 reaches a yield or a return"):
-        build_turn_grammar(TurnSpec(program=spinning, agent="Bot", playbook="Long"))
+def test_a_loop_that_never_yields_runs_a_budget_of_steps_per_turn() -> None:
+    spinning = parse_gbnf(
+        build_turn_grammar(
+            TurnSpec(
+                program=_program("01:TNK Spin\n02:JMP 01\n03:YLD for user"),
+                agent="Bot",
+                playbook="Long",
+                limits=TurnLimits(max_steps=4),
+            )
+        ).text
+    )
+    rounds = ['`Step["Long:01:TNK"]`', '`Step["Long:02:JMP"]`'] * 3
+    assert spinning.accepts(answer(*HEAD, "\ntrig? no\n".join(rounds[:4]), "yld call"))
+    assert not spinning.accepts(answer(*HEAD, "\ntrig? no\n".join(rounds[:5]), "yld call"))
+    assert not spinning.accepts(
+        answer(*HEAD, "\ntrig? no\n".join(rounds[:3]), '`Step["Long:03:YLD"]`', "yld user")
+    )
+
+
+def test_a_yield_to_an_unknown_target_is_never_entered() -> None:
+    lunch = _program("01:TNK Get hungry\n02:YLD for lunch\n03:RET")
+    with pytest.raises(GrammarError, match="yields to 'for lunch', which is no yield target"):
+        build_turn_grammar(TurnSpec(program=lunch, agent="Bot", playbook="Long", current_line="02"))
+    before = parse_gbnf(build_turn_grammar(TurnSpec(program=lunch, agent="Bot", playbook="Long")).text)
+    assert before.accepts(answer(*HEAD, '`Step["Long:01:TNK"]`', "yld call"))
+    assert not before.accepts(
+        answer(*HEAD, '`Step["Long:01:TNK"]`', "trig? no", '`Step["Long:02:YLD"]`', "yld call")
+    )
+
+
+def test_expressions_in_call_arguments_become_values_and_thinking_steps_make_no_calls() -> None:
+    steps = '01:QUE $r:str = Room(topic="Game for " + $game, seats=2)\n02:TNK Report(user, $r)\n03:RET $r'
+    source = _program(steps, returns="str")
+    room = parse_gbnf(build_turn_grammar(TurnSpec(program=source, agent="Bot", playbook="Long")).text)
+    assert room.accepts(
+        answer(*HEAD, '`Step["Long:01:QUE"]` `$r:str = Room(topic="Game for chess", seats=2)`', "yld call")
+    )
+    assert not room.accepts(
+        answer(*HEAD, '`Step["Long:01:QUE"]` `$r:str = Room(topic="Game for " + $game, seats=2)`', "yld call")
+    )
+    at_think = parse_gbnf(
+        build_turn_grammar(TurnSpec(program=source, agent="Bot", playbook="Long", current_line="02")).text
+    )
+    final = '`Step["Long:03:RET"]` `Return["room"]` `Var[$__, "made a room"]`\nyld return'
+    assert at_think.accepts(answer(*HEAD, '`Step["Long:02:TNK"]` the room is ready', "trig? no", final))
+    assert not at_think.accepts(answer(*HEAD, '`Step["Long:02:TNK"]` `Report(user, $r)`', "trig? no", final))
 
 
 def test_python_playbooks_do_not_run_turn_by_turn() -> None:
