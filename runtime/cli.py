@@ -15,7 +15,12 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("compile", "pal_text", "compile Playbooks markdown (.pb) to PAL"),
     ("json", "pal_text", "print a program's IR as JSON (or the JSON Schema)"),
     ("graph", "pal_text", "print a Mermaid flowchart of a playbook"),
+    ("run", "run", "run a program (a model executes the steps the runtime cannot)"),
+    ("check-turn", "check_turn", "parse (and verify) recorded model answers, one JSON object per line"),
 )
+# Packages above the runtime (importers, mcp_bridge) add subcommands through this entry-point group; each
+# entry names a module with HELP, ARGUMENTS and HANDLERS dicts keyed by subcommand name.
+PLUGIN_GROUP = "pal_bridge.commands"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,23 +31,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module, help_text in _COMMANDS:
-        command = sub.add_parser(name, help=help_text, description=help_text)
-        command.set_defaults(_module=module, _name=name)
-        _register_arguments(name, module, command)
+        _add_command(sub, name, f"runtime.commands.{module}", help_text)
+    for module_path in _plugin_modules():
+        module = importlib.import_module(module_path)
+        for name, help_text in module.HELP.items():
+            _add_command(sub, name, module_path, help_text)
     return parser
 
 
-def _register_arguments(name: str, module: str, parser: argparse.ArgumentParser) -> None:
-    # Argument definitions live beside each command; importing them is cheap (stdlib only).
-    arguments = importlib.import_module(f"runtime.commands.{module}").ARGUMENTS[name]
-    arguments(parser)
+def _add_command(sub: argparse._SubParsersAction, name: str, module_path: str, help_text: str) -> None:
+    command = sub.add_parser(name, help=help_text, description=help_text)
+    command.set_defaults(_module=module_path, _name=name)
+    # Argument definitions live beside each command; importing them is cheap (no framework imports).
+    importlib.import_module(module_path).ARGUMENTS[name](command)
+
+
+def _plugin_modules() -> list[str]:
+    from importlib.metadata import entry_points
+
+    return sorted({entry.value for entry in entry_points(group=PLUGIN_GROUP)})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `pal` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    module = importlib.import_module(f"runtime.commands.{args._module}")
+    module = importlib.import_module(args._module)
     handler: Callable[[argparse.Namespace], int] = module.HANDLERS[args._name]
     try:
         return handler(args)

@@ -90,7 +90,7 @@ class ProgramRun:
         program: Program,
         *,
         model: Model | None = None,
-        limits: RunLimits = RunLimits(),
+        limits: RunLimits | None = None,
         human: HumanInput | None = None,
         tracer: Tracer | None = None,
         observers: tuple[StreamObserver, ...] = (),
@@ -100,7 +100,7 @@ class ProgramRun:
     ) -> None:
         self.program = program
         self.model = model
-        self.limits = limits
+        self.limits = limits = limits or RunLimits()
         self.human: HumanInput = human or NoHuman()
         self.tracer = tracer or Tracer()
         self.meeting_timeouts = meeting_timeouts
@@ -310,6 +310,12 @@ class ProgramRun:
                 self._spawn_loop_only(instance)
             return instance
         return await pending
+
+    def start_loops(self) -> None:
+        """Run every agent's message loop without BGN playbooks (for calling one playbook from outside:
+        meeting attendees and other agents still answer)."""
+        for instance in list(self.instances.values()):
+            self._spawn_loop_only(instance)
 
     def _spawn_loop_only(self, instance: AgentInstance) -> None:
         self._busy.add(instance.id)
