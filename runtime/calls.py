@@ -30,9 +30,29 @@ def argument_value(argument: Argument, variables: Any) -> Any:
     return argument.text
 
 
+_SPEECH = frozenset({"Say", "SendMessage"})
+
+
+def _arguments(call: Call) -> tuple[Argument, ...]:
+    """The arguments, with Say's bare target word (`Say(user, ...)`, `Say(meeting, ...)`) read as text."""
+    arguments = call.arguments
+    if (
+        call.name in _SPEECH
+        and arguments
+        and arguments[0].kind is ArgKind.EXPRESSION
+        and arguments[0].text.isidentifier()
+    ):
+        first = arguments[0]
+        return (
+            Argument(text=first.text, kind=ArgKind.LITERAL, name=first.name, value=first.text),
+            *arguments[1:],
+        )
+    return arguments
+
+
 def can_resolve(call: Call, variables: Any) -> bool:
     """Whether every argument is a literal or a variable that is set (the fast path's condition)."""
-    for argument in call.arguments:
+    for argument in _arguments(call):
         if argument.kind is ArgKind.LITERAL:
             continue
         if argument.kind is ArgKind.VARIABLE and argument.value in variables:
@@ -46,7 +66,7 @@ async def invoke_call(execution: Execution, call: Call) -> Any:
     variables = execution.agent.state.variables
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
-    for argument in call.arguments:
+    for argument in _arguments(call):
         value = argument_value(argument, variables)
         if argument.name is None:
             if kwargs:

@@ -109,4 +109,6 @@ async def join_meeting(execution: Execution, invitation: Message) -> None:
         arguments["attendees"] = [
             run.registry.participant(member).klass for member in (meeting.owner_id, *meeting.invitations)
         ]
-    await run_markdown(execution, playbook, [], arguments)
+    from runtime.execution import Execution as _Execution
+
+    await run_markdown(_Execution(execution.agent, meeting_id=meeting_id), playbook, [], arguments)
