@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -43,8 +44,12 @@ class TraceEvent:
 class Tracer:
     """Collects events; optionally streams them to a JSONL file as they happen."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, *, listeners: tuple[Callable[[TraceEvent], None], ...] = ()
+    ) -> None:
         self.events: list[TraceEvent] = []
+        self.listeners = list(listeners)
+        """Called with every event as it happens (progress reporting, live views); must not raise."""
         self._start = time.perf_counter()
         # Kept open for the whole run (closed by close()): events are streamed as they happen.
         self._file: IO[str] | None = Path(path).open("w", encoding="utf-8") if path else None  # noqa: SIM115
@@ -52,6 +57,8 @@ class Tracer:
     def emit(self, **fields: Any) -> TraceEvent:
         event = TraceEvent(time=round(time.perf_counter() - self._start, 6), **fields)
         self.events.append(event)
+        for listener in self.listeners:
+            listener(event)
         if self._file is not None:
             self._file.write(json.dumps(asdict(event), default=_json_default, ensure_ascii=False) + "\n")
             self._file.flush()
