@@ -33,7 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module, help_text in _COMMANDS:
         _add_command(sub, name, f"runtime.commands.{module}", help_text)
     for module_path in _plugin_modules():
-        module = importlib.import_module(module_path)
+        try:
+            module = importlib.import_module(module_path)
+        except ImportError as error:
+            # A broken or half-installed plugin must not take the other commands down with it.
+            print(f"pal: commands from {module_path} are unavailable: {error}", file=sys.stderr)
+            continue
         for name, help_text in module.HELP.items():
             _add_command(sub, name, module_path, help_text)
     return parser
