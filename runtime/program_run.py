@@ -131,6 +131,10 @@ class ProgramRun:
         if self._started:
             return
         self._started = True
+        prepare = getattr(self.model, "prepare", None)
+        if prepare is not None:
+            # Slow imports (litellm, a local model file) happen here, not inside the first call's timeout.
+            await prepare()
         self.registry.register(HumanParticipant(inbox=self.human_inbox))
         for agent in self.program.agents:
             if (agent.metadata.startup_mode or "default") != "standby":
