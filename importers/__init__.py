@@ -1,1 +1,162 @@
-"""importers."""
+"""Importers: programs written for other agent frameworks, turned into PAL programs.
+
+Each framework has one importer, found by name (`get_importer("langgraph")`). An importer takes a
+target such as `package.module:graph` (a Python object by import path) and returns an `ImportResult`:
+the PAL program and the diagnostics for whatever the program could not express, each naming the
+node, state key or tool it is about. Nothing is dropped silently: with `strict=True` any diagnostic
+makes the import fail with `ImportFailed`.
+
+Framework packages are imported only when their importer runs; importing this package loads none.
+Other importers (ADK, AutoGen) register here with `register_importer(name, function)`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pal_core.errors import PalError, Severity
+from pal_core.ir import Program
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportDiagnostic:
+    """Something in the imported program that PAL could not express, or expresses only in part."""
+
+    code: str
+    """A stable code such as `LG101`, documented with the importer (docs/langgraph.md for LangGraph)."""
+    subject: str
+    """What it is about, as the framework names it: `node 'a'`, `state key 'items'`, `tool 'search'`."""
+    message: str
+    """What was not expressed and why, in one or two sentences, with what to do about it."""
+    severity: Severity = Severity.WARNING
+    """WARNING normally; an import with `strict=True` fails on any diagnostic."""
+
+    def format(self) -> str:
+        """`CODE subject: message`."""
+        return f"{self.code} {self.subject}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImportResult:
+    """What an importer produced."""
+
+    program: Program
+    """The PAL program; it validates with `pal_core.validate` without errors."""
+    diagnostics: tuple[ImportDiagnostic, ...] = ()
+    """Everything the program does not express, in the order found."""
+
+
+class ImportTargetError(PalError):
+    """The thing to import cannot be found or is not something the importer reads (a user error)."""
+
+
+class ImportFailed(PalError):
+    """A strict import found parts it cannot express; `diagnostics` lists them all."""
+
+    def __init__(self, target: str, diagnostics: tuple[ImportDiagnostic, ...]) -> None:
+        self.target = target
+        self.diagnostics = diagnostics
+        lines = [f"cannot import {target} exactly ({len(diagnostics)} problem(s)):"]
+        lines.extend(f"  {diagnostic.format()}" for diagnostic in diagnostics)
+        super().__init__("\n".join(lines))
+
+
+class UnknownImporter(PalError):
+    """No importer is registered under the name asked for."""
+
+
+class Importer(Protocol):
+    """An importer: a target (`module:attribute`) in, a PAL program and its diagnostics out."""
+
+    def __call__(self, target: str, *, strict: bool = False) -> ImportResult: ...
+
+
+_BUILTIN_IMPORTERS: Mapping[str, str] = {
+    "langgraph": "importers.langgraph:import_target",
+}
+"""Importers shipped with pal-bridge, loaded on first use by import path."""
+
+_registered: dict[str, Importer] = {}
+
+
+def register_importer(name: str, importer: Importer, *, replace: bool = False) -> None:
+    """Make `importer` available as `get_importer(name)`; an existing name needs `replace=True`."""
+    if not name or not name.replace("-", "_").isidentifier():
+        raise ValueError(f"importer name {name!r} must be a word such as 'langgraph'")
+    if not callable(importer):
+        raise TypeError(f"importer {name!r} must be callable, got {type(importer).__name__}")
+    if not replace and (name in _registered or name in _BUILTIN_IMPORTERS):
+        raise ValueError(f"an importer named {name!r} is already registered; pass replace=True to replace it")
+    _registered[name] = importer
+
+
+def get_importer(name: str) -> Importer:
+    """The importer registered as `name`; raises UnknownImporter listing the known names."""
+    importer = _registered.get(name)
+    if importer is not None:
+        return importer
+    path = _BUILTIN_IMPORTERS.get(name)
+    if path is None:
+        known = ", ".join(importer_names()) or "none"
+        raise UnknownImporter(f"no importer for {name!r}; known importers: {known}")
+    module_name, _, attribute = path.partition(":")
+    loaded: Importer = getattr(importlib.import_module(module_name), attribute)
+    _registered[name] = loaded
+    return loaded
+
+
+def importer_names() -> tuple[str, ...]:
+    """Every importer name, sorted."""
+    return tuple(sorted({*_BUILTIN_IMPORTERS, *_registered}))
+
+
+def load_target(target: str) -> Any:
+    """The object a `package.module:attribute.path` target names; ImportTargetError says why not."""
+    module_name, colon, attribute_path = target.partition(":")
+    if not colon or not module_name or not attribute_path:
+        raise ImportTargetError(
+            f"target {target!r} must be written module:attribute, such as myapp.graphs:graph"
+        )
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ImportTargetError(
+            f"target {target!r}: cannot import module {module_name!r}: {error}"
+        ) from error
+    walked = module_name
+    for part in attribute_path.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise ImportTargetError(f"target {target!r}: {walked} has no attribute {part!r}") from None
+        walked = f"{walked}.{part}"
+    return value
+
+
+def check_strict(target: str, result: ImportResult, strict: bool) -> ImportResult:
+    """`result`, or ImportFailed when `strict` and there are diagnostics; for importers to share."""
+    if strict and result.diagnostics:
+        raise ImportFailed(target, result.diagnostics)
+    return result
+
+
+ImporterFunction = Callable[..., ImportResult]
+"""The plain-function form of `Importer`, for type hints."""
+
+__all__ = [
+    "ImportDiagnostic",
+    "ImportFailed",
+    "ImportResult",
+    "ImportTargetError",
+    "Importer",
+    "ImporterFunction",
+    "UnknownImporter",
+    "check_strict",
+    "get_importer",
+    "importer_names",
+    "load_target",
+    "register_importer",
+]

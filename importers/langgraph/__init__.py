@@ -1,0 +1,95 @@
+"""Import a LangGraph StateGraph (or a compiled graph) as a PAL program that runs.
+
+    pal import langgraph myapp.graphs:graph -o graph.pal [--strict]
+    pal run graph.pal --input '{"x": 1}'
+
+`import_target("module:attr")` and `import_graph(graph)` return an `ImportResult`: the program, and a
+diagnostic for every part of the graph the program does not express, naming the node, state key, router
+or tool (codes LG101-LG116, listed in docs/langgraph.md). With `strict=True` any diagnostic raises
+`ImportFailed`. The graph is read from its builder (`nodes`, `edges`, `waiting_edges`, `branches`,
+`channels`, `schemas`), never from `get_graph()`, which draws false edges for Command routing.
+
+The mapping
+-----------
+- **One agent per graph.** Its `Invoke($input:dict) -> dict` playbook (trigger BGN) runs the graph on an
+  input state and returns the output state, the shape `graph.invoke` returns.
+- **State.** The whole state is one `$state:dict` variable. The state schema is recorded in the first step
+  as the `$schema` literal: every key with its type, and for a key with a reducer the reducer's import
+  path and starting value. `StartGraph` writes the input, `ApplyUpdate` / `ApplyWrites` apply a
+  superstep's updates through the reducers, `FinishGraph` returns the output keys (helpers bound to
+  `importers.langgraph_support`).
+- **Nodes.** A plain-function node is a Python playbook bound to the function (`python: module:qualname`),
+  called with the state and answering the node's update. A node that calls `interrupt()` is a markdown
+  playbook that runs the function with the human's answers so far and, at an unanswered question, says it
+  to the user and yields (`YLD user`), as LangGraph re-runs an interrupted node on resume.
+- **Subgraphs.** A compiled subgraph of plain nodes becomes a nested playbook `<Node>Graph($input)` of the
+  same agent (its node playbooks prefixed with the node's name), so the whole graph runs step by step in
+  one program. A subgraph that is an LLM agent becomes an agent of its own (next point).
+- **LLM agents.** A graph built by `create_react_agent` or langchain's `create_agent` (alone, as a node, or
+  a langgraph-supervisor worker) becomes an agent with a react playbook `Run($state:dict) -> dict`
+  holding its prompt, and its tools as Python playbooks bound to the tool functions. Hand-off tools of
+  langgraph-supervisor and langgraph-swarm become `TransferTo...` playbooks returning the `Command`.
+- **Control flow**, one superstep at a time: static edges are node calls in order (the next superstep
+  falls through or JMPs); nodes that run in parallel in one superstep are all called on the same state
+  and their writes applied together, in LangGraph's order; a conditional edge is the router's call,
+  `Destination` mapping its result through the path map, then `CND If $route == "<node>"` branches; a
+  `Command(goto=...)` route (from a `Command[Literal[...]]` return annotation or `destinations=`) is
+  `CommandGoto` and the same branches; a `Send` fan-out is a `CND While $sends != []` loop calling the
+  node on each packet; waiting edges (joins) wait for all their sources; cycles are JMPs back; static
+  `interrupt_before` / `interrupt_after` are `YLD user`; START is the input, END is `FinishGraph` and RET.
+
+Not expressed (each reported): routing from a node running in parallel with others, several routes out
+of one node, routers that return several destinations at once (an error at run time if they do),
+deferred nodes, retry / cache / timeout policies and error handlers, managed values, channels other than
+values and reducers, nodes or routers without an import path (lambdas, closures), nodes that take
+config / runtime / store / writer, and parts of LLM agents (prompt functions, hooks, middleware).
+LangGraph's recursion limit is not enforced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from importers import ImportResult, ImportTargetError, check_strict, load_target
+from importers.langgraph._diagnostics import CODES, Findings
+from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, build_program
+from importers.langgraph._model import START
+from importers.langgraph._read import read_graph
+
+_GENERIC_NAMES = frozenset({"graph", "app", "workflow", "builder", "agent", "compiled", "compiled_graph"})
+
+
+def import_graph(
+    graph: Any, *, name: str | None = None, source: str | None = None, strict: bool = False
+) -> ImportResult:
+    """The PAL program of a StateGraph or compiled graph.
+
+    `name` names the agent when the compiled graph has no name of its own; `source` (the graph's
+    `module:attr`) is recorded in the agent's metadata.
+    """
+    findings = Findings()
+    model = read_graph(graph, name=name or "graph", source=source, scope="", findings=findings)
+    if (
+        model.agent is None
+        and not any(edge[0] == START for edge in model.edges)
+        and START not in model.routers
+    ):
+        raise ImportTargetError(
+            f"graph {model.name!r} has no entry point: add an edge from START (add_edge(START, node))"
+        )
+    program = build_program(model, findings)
+    return check_strict(
+        source or model.name, ImportResult(program=program, diagnostics=findings.all()), strict
+    )
+
+
+def import_target(target: str, *, strict: bool = False) -> ImportResult:
+    """The PAL program of the graph at `target` (`package.module:attribute`)."""
+    graph = load_target(target)
+    module, _, attribute = target.partition(":")
+    last = attribute.rpartition(".")[2]
+    name = f"{module.rpartition('.')[2]}_{last}" if last in _GENERIC_NAMES else last
+    return import_graph(graph, name=name, source=target, strict=strict)
+
+
+__all__ = ["AGENT_PLAYBOOK", "CODES", "ENTRY_PLAYBOOK", "import_graph", "import_target"]

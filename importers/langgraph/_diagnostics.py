@@ -1,0 +1,123 @@
+"""The LangGraph importer's diagnostic codes, and the collector the reader and writer share.
+
+Codes are stable and documented in docs/langgraph.md; a code is never reused for another meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from importers import ImportDiagnostic
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Code:
+    """One kind of finding."""
+
+    code: str
+    """The stable code, `LG1xx`."""
+    name: str
+    """A short kebab-case name."""
+    summary: str
+    """What it means, in a few words."""
+
+
+NODE_WITHOUT_IMPORT_PATH = Code(
+    code="LG101", name="node-without-import-path", summary="a node's function cannot be imported by path"
+)
+ROUTER_WITHOUT_IMPORT_PATH = Code(
+    code="LG102", name="router-without-import-path", summary="a router cannot be imported by path"
+)
+REDUCER_WITHOUT_IMPORT_PATH = Code(
+    code="LG103", name="reducer-without-import-path", summary="a reducer cannot be imported by path"
+)
+UNSUPPORTED_CHANNEL = Code(
+    code="LG104",
+    name="unsupported-channel",
+    summary="a state key uses a channel kind other than a value or reducer",
+)
+MANAGED_VALUE = Code(
+    code="LG105", name="managed-value", summary="a state key is a managed value (remaining steps, ...)"
+)
+PARALLEL_ROUTING = Code(
+    code="LG106", name="parallel-routing", summary="a node that routes runs in parallel with other nodes"
+)
+SEVERAL_ROUTES = Code(
+    code="LG107", name="several-routes", summary="a node has more than one conditional edge or Command route"
+)
+DEFERRED_NODE = Code(code="LG108", name="deferred-node", summary="a node is deferred (defer=True)")
+NODE_POLICY = Code(
+    code="LG109",
+    name="node-policy",
+    summary="a node has a retry, cache or timeout policy or an error handler",
+)
+NODE_NEEDS_CONTEXT = Code(
+    code="LG110", name="node-needs-context", summary="a node takes config, runtime, store or writer"
+)
+SEVERAL_DESTINATIONS = Code(
+    code="LG111", name="several-destinations", summary="a router may return several destinations at once"
+)
+STATE_SCHEMA = Code(
+    code="LG112", name="state-schema", summary="a state schema class cannot be rebuilt by import path"
+)
+AGENT_FEATURE = Code(
+    code="LG113",
+    name="agent-feature",
+    summary="part of an LLM agent (prompt function, hook, middleware) is not expressed",
+)
+TOOL_WITHOUT_IMPORT_PATH = Code(
+    code="LG114", name="tool-without-import-path", summary="a tool cannot be called by import path"
+)
+GRAPH_TOO_LARGE = Code(
+    code="LG115", name="graph-too-large", summary="the graph has too many distinct supersteps to lay out"
+)
+UNSUPPORTED_NODE = Code(
+    code="LG116", name="unsupported-node", summary="a node is a kind of runnable the importer does not read"
+)
+
+CODES: Mapping[str, Code] = MappingProxyType(
+    {
+        code.code: code
+        for code in (
+            NODE_WITHOUT_IMPORT_PATH,
+            ROUTER_WITHOUT_IMPORT_PATH,
+            REDUCER_WITHOUT_IMPORT_PATH,
+            UNSUPPORTED_CHANNEL,
+            MANAGED_VALUE,
+            PARALLEL_ROUTING,
+            SEVERAL_ROUTES,
+            DEFERRED_NODE,
+            NODE_POLICY,
+            NODE_NEEDS_CONTEXT,
+            SEVERAL_DESTINATIONS,
+            STATE_SCHEMA,
+            AGENT_FEATURE,
+            TOOL_WITHOUT_IMPORT_PATH,
+            GRAPH_TOO_LARGE,
+            UNSUPPORTED_NODE,
+        )
+    }
+)
+"""Every code by its number."""
+
+
+class Findings:
+    """Diagnostics in the order found, each subject and code reported once."""
+
+    __slots__ = ("_items", "_seen")
+
+    def __init__(self) -> None:
+        self._items: list[ImportDiagnostic] = []
+        self._seen: set[tuple[str, str, str]] = set()
+
+    def add(self, code: Code, subject: str, message: str) -> None:
+        key = (code.code, subject, message)
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self._items.append(ImportDiagnostic(code=code.code, subject=subject, message=message))
+
+    def all(self) -> tuple[ImportDiagnostic, ...]:
+        return tuple(self._items)

@@ -1,0 +1,213 @@
+"""What the importer reads out of a LangGraph builder, before any PAL is written.
+
+The reader fills these from `StateGraph.nodes / edges / waiting_edges / branches / channels / schemas`
+(never from `get_graph()`, which draws an edge to every node for Command routing it cannot see);
+the flow analysis and the writer only look at these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+END = "__end__"
+"""LangGraph's END."""
+START = "__start__"
+"""LangGraph's START."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Callee:
+    """A Python callable the program calls by import path."""
+
+    path: str | None
+    """`module:qualname`; None when it has no import path (a diagnostic says why)."""
+    name: str
+    """Its `__name__`, for naming the playbook."""
+    parameters: tuple[str, ...] = ()
+    """Names of the parameters the program passes (the first one gets the state or a Send's arg)."""
+    returns: str | None = None
+    """The return annotation as text, when it has one."""
+    description: str = ""
+    """The first paragraph of its docstring."""
+    function: Any = field(default=None, compare=False, repr=False)
+    """The callable itself (not part of equality)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputView:
+    """How a node or router sees the state when that is not simply the whole state dict."""
+
+    keys: tuple[str, ...] | None = None
+    """Only these state keys (the node's input schema), or None for all of them."""
+    model: str | None = None
+    """Build this class (pydantic model or dataclass, by import path) from the keys."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Channel:
+    """One state key."""
+
+    key: str
+    """The key."""
+    type: str
+    """Its annotation as text."""
+    reducer: str | None = None
+    """The reducer's import path, for a key with `Annotated[type, reducer]`."""
+    initial: Any = None
+    """The reducer channel's starting value when it is a JSON literal (`[]`, `{}`, `0`)."""
+    has_initial: bool = False
+    """Whether `initial` (or `factory`) applies."""
+    factory: str | None = None
+    """Import path of the type that makes the starting value when it is not a JSON literal."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tool:
+    """A tool of an LLM agent that becomes a Python playbook."""
+
+    name: str
+    """The tool's name as the model sees it."""
+    description: str
+    """The tool's description."""
+    callee: Callee
+    """The function behind the tool."""
+    parameters: tuple[tuple[str, str | None], ...] = ()
+    """(name, PAL type) of the arguments the model fills in."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Handoff:
+    """A multi-agent hand-off tool (`transfer_to_<agent>`): a Command to the graph that runs the agents."""
+
+    name: str
+    """The tool's name."""
+    description: str
+    """The tool's description."""
+    destination: str
+    """The node (agent) it transfers to."""
+    update: dict[str, Any] = field(default_factory=dict)
+    """State keys the hand-off sets besides the messages (a swarm's `active_agent`)."""
+
+
+class AgentFactory(StrEnum):
+    """Which prebuilt factory made an LLM agent graph."""
+
+    REACT = "langgraph.prebuilt.create_react_agent"
+    CREATE_AGENT = "langchain.agents.create_agent"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LlmAgent:
+    """An LLM agent graph (a model calling tools in a loop), imported as a PAL agent."""
+
+    name: str
+    """The graph's name (`create_react_agent(..., name=...)`)."""
+    factory: AgentFactory
+    """Which factory built it."""
+    prompt: str | None
+    """The system prompt, when it is text."""
+    tools: tuple[Tool, ...] = ()
+    """Tools that become Python playbooks."""
+    handoffs: tuple[Handoff, ...] = ()
+    """Hand-off tools that become transfer playbooks."""
+    reply_mode: str | None = None
+    """For a supervisor's worker: `last_message` or `full_history` (langgraph-supervisor's output_mode)."""
+    supervisor: str | None = None
+    """For a supervisor's worker that hands back: the supervisor's node name."""
+
+
+class NodeKind(StrEnum):
+    """What runs in a node."""
+
+    FUNCTION = "function"
+    """A Python function, called by import path."""
+    SUBGRAPH = "subgraph"
+    """A compiled graph of plain nodes: a nested playbook."""
+    AGENT = "agent"
+    """An LLM agent graph: its own PAL agent."""
+    UNSUPPORTED = "unsupported"
+    """Something the importer cannot call; a diagnostic explains and the program fails there at run time."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Router:
+    """A conditional edge: a callable whose result names where to go next."""
+
+    source: str
+    """The node it runs after (START for a conditional entry point)."""
+    callee: Callee | None
+    """The router function; None for a recognised prebuilt router (`state_key`)."""
+    ends: tuple[tuple[Any, str], ...] | None
+    """(router result, node) pairs from the path map or a Literal return type; None when undeclared."""
+    may_send: bool = False
+    """Whether it may return `Send` packets."""
+    view: InputView | None = None
+    """How it sees the state, when not as the whole dict."""
+    state_key: tuple[str, Any] | None = None
+    """(key, default) for a router that returns `state.get(key, default)`."""
+
+    def targets(self, nodes: tuple[str, ...]) -> tuple[str, ...]:
+        """The destinations, in declaration order; every node and END when undeclared."""
+        if self.ends is None:
+            return (*nodes, END)
+        return tuple(dict.fromkeys(target for _, target in self.ends))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Node:
+    """One node of a graph."""
+
+    name: str
+    """The node's name in the graph."""
+    kind: NodeKind
+    """What runs in it."""
+    callee: Callee | None = None
+    """For FUNCTION: the function."""
+    view: InputView | None = None
+    """How it sees the state, when not as the whole dict."""
+    subgraph: Graph | None = None
+    """For SUBGRAPH: the graph."""
+    agent: LlmAgent | None = None
+    """For AGENT: the agent."""
+    command_ends: tuple[str, ...] = ()
+    """Destinations of the `Command(goto=...)` it may return (annotation or `destinations=`)."""
+    asks_human: bool = False
+    """Whether it calls `interrupt()`."""
+    unsupported_reason: str = ""
+    """For UNSUPPORTED: why, as reported."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Graph:
+    """A StateGraph, as far as the importer reads it."""
+
+    name: str
+    """The graph's name (compiled name, or where it was found)."""
+    source: str | None
+    """The import target it was read from, when known."""
+    channels: tuple[Channel, ...]
+    """The state keys, in schema order."""
+    input_keys: tuple[str, ...]
+    """Keys the input may set."""
+    output_keys: tuple[str, ...]
+    """Keys the output shows."""
+    nodes: dict[str, Node]
+    """Nodes by name, in the order they were added."""
+    edges: tuple[tuple[str, str], ...]
+    """Static edges (source, target), sorted."""
+    joins: tuple[tuple[tuple[str, ...], str], ...]
+    """Waiting edges: (sources that must all finish, target), sorted."""
+    routers: dict[str, tuple[Router, ...]]
+    """Conditional edges by source node."""
+    interrupt_before: frozenset[str] = frozenset()
+    """Nodes the compiled graph pauses before."""
+    interrupt_after: frozenset[str] = frozenset()
+    """Nodes the compiled graph pauses after."""
+    agent: LlmAgent | None = None
+    """Set when the whole graph is an LLM agent."""
+
+    def static_targets(self, node: str) -> tuple[str, ...]:
+        """Targets of the static edges out of `node` (END included), sorted."""
+        return tuple(target for source, target in self.edges if source == node)

@@ -1,0 +1,448 @@
+"""Reading a StateGraph builder (or a compiled graph's builder) into the importer's model.
+
+Everything comes from the builder: `nodes` (StateNodeSpec: the runnable, input schema, `ends`, policies),
+`edges`, `waiting_edges`, `branches` (BranchSpec: router, path map), `channels`, `managed` and `schemas`;
+the compiled graph adds its name and `interrupt_before/after` lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Iterator
+from types import CodeType
+from typing import Any
+
+from importers import ImportTargetError
+from importers.langgraph._agents import (
+    closure_vars,
+    recognize_agent,
+    recognize_state_router,
+    recognize_supervisor_worker,
+    runnable_function,
+)
+from importers.langgraph._diagnostics import (
+    DEFERRED_NODE,
+    MANAGED_VALUE,
+    NODE_NEEDS_CONTEXT,
+    NODE_POLICY,
+    NODE_WITHOUT_IMPORT_PATH,
+    REDUCER_WITHOUT_IMPORT_PATH,
+    ROUTER_WITHOUT_IMPORT_PATH,
+    SEVERAL_DESTINATIONS,
+    STATE_SCHEMA,
+    UNSUPPORTED_CHANNEL,
+    UNSUPPORTED_NODE,
+    Findings,
+)
+from importers.langgraph._model import (
+    END,
+    START,
+    Callee,
+    Channel,
+    Graph,
+    InputView,
+    LlmAgent,
+    Node,
+    NodeKind,
+    Router,
+)
+from importers.langgraph._paths import import_path, type_text
+
+_JSON_INITIALS = (list, dict, int, float, str, bool)
+_DEFAULT_GRAPH_NAME = "LangGraph"
+
+
+def graph_parts(value: Any) -> tuple[Any, Any | None]:
+    """(builder, compiled graph or None) for a StateGraph or a compiled StateGraph."""
+    from langgraph.graph.state import CompiledStateGraph, StateGraph
+
+    if isinstance(value, CompiledStateGraph):
+        return value.builder, value
+    if isinstance(value, StateGraph):
+        return value, None
+    kind = type(value).__name__
+    hint = " (a functional-API entrypoint is not a StateGraph)" if hasattr(value, "stream_channels") else ""
+    raise ImportTargetError(f"expected a StateGraph or a compiled StateGraph, got a {kind}{hint}")
+
+
+def graph_name(compiled: Any | None, fallback: str) -> str:
+    """The compiled graph's own name, unless it is LangGraph's default."""
+    name = getattr(compiled, "name", None)
+    if isinstance(name, str) and name and name != _DEFAULT_GRAPH_NAME:
+        return name
+    return fallback
+
+
+def read_graph(value: Any, *, name: str, source: str | None, scope: str, findings: Findings) -> Graph:
+    """The model of a graph. `scope` prefixes subjects of diagnostics inside subgraphs (`sub/`)."""
+    builder, compiled = graph_parts(value)
+    name = graph_name(compiled, name)
+    if compiled is not None:
+        agent = recognize_agent(compiled, name, f"agent {scope}{name!r}", findings)
+        if agent is not None:
+            # The agent's own bookkeeping keys (remaining steps, middleware jumps) live inside its react
+            # playbook, so what they are made of is not reported.
+            return _agent_graph(builder, agent, _read_channels(builder, scope, Findings()), source)
+    channels = _read_channels(builder, scope, findings)
+    reader = _GraphReader(builder, scope, findings)
+    nodes = {
+        node: reader.node(node, spec) for node, spec in builder.nodes.items() if not spec.is_error_handler
+    }
+    routers = {
+        source_node: tuple(reader.router(source_node, branch) for branch in branches.values())
+        for source_node, branches in builder.branches.items()
+        if branches
+    }
+    return Graph(
+        name=name,
+        source=source,
+        channels=channels,
+        input_keys=_schema_keys(builder, builder.input_schema),
+        output_keys=_schema_keys(builder, builder.output_schema),
+        nodes=nodes,
+        edges=tuple(sorted(builder.edges)),
+        joins=tuple(sorted((tuple(sorted(starts)), end) for starts, end in builder.waiting_edges)),
+        routers=routers,
+        interrupt_before=_interrupt_nodes(compiled, "interrupt_before_nodes", nodes),
+        interrupt_after=_interrupt_nodes(compiled, "interrupt_after_nodes", nodes),
+    )
+
+
+def _agent_graph(builder: Any, agent: LlmAgent, channels: tuple[Channel, ...], source: str | None) -> Graph:
+    """A whole graph that is one LLM agent: one node, START -> agent -> END."""
+    node = Node(name=agent.name, kind=NodeKind.AGENT, agent=agent)
+    return Graph(
+        name=agent.name,
+        source=source,
+        channels=channels,
+        input_keys=_schema_keys(builder, builder.input_schema),
+        output_keys=_schema_keys(builder, builder.output_schema),
+        nodes={agent.name: node},
+        edges=((START, agent.name), (agent.name, END)),
+        joins=(),
+        routers={},
+        agent=agent,
+    )
+
+
+def _interrupt_nodes(compiled: Any | None, attribute: str, nodes: dict[str, Node]) -> frozenset[str]:
+    names = getattr(compiled, attribute, None) or ()
+    if names == "*":
+        return frozenset(nodes)
+    return frozenset(name for name in names if name in nodes)
+
+
+def _schema_keys(builder: Any, schema: Any) -> tuple[str, ...]:
+    from langgraph.managed.base import is_managed_value
+
+    return tuple(key for key, value in builder.schemas[schema].items() if not is_managed_value(value))
+
+
+# --- channels ------------------------------------------------------------------------------------
+
+
+def _read_channels(builder: Any, scope: str, findings: Findings) -> tuple[Channel, ...]:
+    from langgraph._internal._typing import MISSING
+    from langgraph.channels.binop import BinaryOperatorAggregate
+    from langgraph.channels.last_value import LastValue
+
+    channels: list[Channel] = []
+    for key, channel in builder.channels.items():
+        subject = f"state key {scope}{key!r}"
+        annotation = getattr(channel, "typ", Any)
+        if isinstance(channel, BinaryOperatorAggregate):
+            reducer, why = import_path(channel.operator)
+            if reducer is None:
+                findings.add(
+                    REDUCER_WITHOUT_IMPORT_PATH,
+                    subject,
+                    f"its reducer cannot be imported by path ({why}); updates to it replace the value instead",
+                )
+            initial = channel.value
+            if initial is MISSING:
+                channels.append(Channel(key=key, type=type_text(annotation), reducer=reducer))
+            elif type(initial) in _JSON_INITIALS and not initial:
+                channels.append(
+                    Channel(
+                        key=key,
+                        type=type_text(annotation),
+                        reducer=reducer,
+                        initial=initial,
+                        has_initial=True,
+                    )
+                )
+            else:
+                factory, _ = import_path(type(initial))
+                channels.append(
+                    Channel(
+                        key=key,
+                        type=type_text(annotation),
+                        reducer=reducer,
+                        factory=factory,
+                        has_initial=True,
+                    )
+                )
+            continue
+        if type(channel) is not LastValue:
+            findings.add(
+                UNSUPPORTED_CHANNEL,
+                subject,
+                f"it is {_article(type(channel).__name__)} channel; the imported program keeps its last "
+                "written value",
+            )
+        channels.append(Channel(key=key, type=type_text(annotation)))
+    for key in builder.managed:
+        findings.add(
+            MANAGED_VALUE,
+            f"state key {scope}{key!r}",
+            "it is a managed value LangGraph computes while running (such as remaining steps); the imported "
+            "program does not provide it to nodes",
+        )
+    return tuple(channels)
+
+
+def _article(word: str) -> str:
+    return f"an {word}" if word[:1].lower() in "aeiou" else f"a {word}"
+
+
+# --- nodes and routers ---------------------------------------------------------------------------
+
+
+class _GraphReader:
+    __slots__ = ("builder", "channel_keys", "findings", "scope")
+
+    def __init__(self, builder: Any, scope: str, findings: Findings) -> None:
+        self.builder = builder
+        self.scope = scope
+        self.findings = findings
+        self.channel_keys = frozenset(builder.channels)
+
+    def node(self, name: str, spec: Any) -> Node:
+        subject = f"node {self.scope}{name!r}"
+        self._policies(name, spec, subject)
+        ends = tuple(spec.ends) if spec.ends else ()
+        runnable = spec.runnable
+        if hasattr(runnable, "builder") and hasattr(runnable, "get_graph"):
+            return self._subgraph_node(name, runnable, ends, subject)
+        function = runnable_function(runnable)
+        if function is None:
+            kind = type(runnable).__name__
+            reason = f"it is a {kind}, which the importer cannot call by import path; wrap it in a module-level function"
+            self.findings.add(UNSUPPORTED_NODE, subject, reason)
+            return Node(name=name, kind=NodeKind.UNSUPPORTED, command_ends=ends, unsupported_reason=reason)
+        worker = recognize_supervisor_worker(function)
+        if worker is not None:
+            graph, mode, supervisor = worker
+            agent = recognize_agent(graph, name, f"agent {self.scope}{name!r}", self.findings)
+            if agent is not None:
+                agent = dataclasses.replace(agent, reply_mode=mode, supervisor=supervisor)
+                return Node(name=name, kind=NodeKind.AGENT, agent=agent, command_ends=ends)
+        callee = function_callee(function)
+        if callee.path is None:
+            _, why = import_path(function)
+            reason = f"its function cannot be imported by path: {why}"
+            self.findings.add(NODE_WITHOUT_IMPORT_PATH, subject, reason)
+            return Node(name=name, kind=NodeKind.UNSUPPORTED, command_ends=ends, unsupported_reason=reason)
+        injected = sorted(getattr(runnable, "func_accepts", None) or ())
+        if injected:
+            self.findings.add(
+                NODE_NEEDS_CONTEXT,
+                subject,
+                f"it takes {', '.join(injected)}, which LangGraph passes and a PAL playbook call does not",
+            )
+        return Node(
+            name=name,
+            kind=NodeKind.FUNCTION,
+            callee=callee,
+            view=self.view(spec.input_schema, subject),
+            command_ends=ends,
+            asks_human=calls_interrupt(function),
+        )
+
+    def _subgraph_node(self, name: str, compiled: Any, ends: tuple[str, ...], subject: str) -> Node:
+        agent = recognize_agent(
+            compiled, graph_name(compiled, name), f"agent {self.scope}{name!r}", self.findings
+        )
+        if agent is not None:
+            return Node(name=name, kind=NodeKind.AGENT, agent=agent, command_ends=ends)
+        try:
+            subgraph = read_graph(
+                compiled, name=name, source=None, scope=f"{self.scope}{name}/", findings=self.findings
+            )
+        except ImportTargetError as error:
+            reason = str(error)
+            self.findings.add(UNSUPPORTED_NODE, subject, reason)
+            return Node(name=name, kind=NodeKind.UNSUPPORTED, command_ends=ends, unsupported_reason=reason)
+        return Node(name=name, kind=NodeKind.SUBGRAPH, subgraph=subgraph, command_ends=ends)
+
+    def _policies(self, name: str, spec: Any, subject: str) -> None:
+        if spec.defer:
+            self.findings.add(
+                DEFERRED_NODE,
+                subject,
+                "it is deferred until the other branches finish; the imported program runs it where its edges lead",
+            )
+        kept = [
+            what
+            for what, value in (
+                ("a retry policy", spec.retry_policy),
+                ("a cache policy", spec.cache_policy),
+                ("a timeout", spec.timeout),
+                ("an error handler", spec.error_handler_node),
+            )
+            if value
+        ]
+        if kept:
+            self.findings.add(
+                NODE_POLICY,
+                subject,
+                f"it has {' and '.join(kept)}, which the imported program does not apply",
+            )
+
+    def router(self, source: str, branch: Any) -> Router:
+        subject = (
+            f"router after {self.scope}{source!r}" if source != START else f"router at {self.scope}START"
+        )
+        ends = tuple(branch.ends.items()) if branch.ends else None
+        function = runnable_function(branch.path)
+        schema = branch.input_schema or (
+            self.builder.nodes[source].input_schema
+            if source in self.builder.nodes
+            else self.builder.state_schema
+        )
+        view = self.view(schema, subject)
+        recognized = recognize_state_router(function) if function is not None else None
+        if recognized is not None:
+            return Router(source=source, callee=None, ends=ends, state_key=recognized)
+        if function is None:
+            self.findings.add(
+                ROUTER_WITHOUT_IMPORT_PATH,
+                subject,
+                f"it is a {type(branch.path).__name__}, which the importer cannot call; use a module-level function",
+            )
+            return Router(source=source, callee=None, ends=ends, view=view)
+        callee = function_callee(function)
+        if callee.path is None:
+            _, why = import_path(function)
+            self.findings.add(ROUTER_WITHOUT_IMPORT_PATH, subject, f"it cannot be imported by path: {why}")
+        returns = _return_annotation(function)
+        if returns is not None and _is_list_of_names(returns):
+            self.findings.add(
+                SEVERAL_DESTINATIONS,
+                subject,
+                "it may return several destinations at once; the imported program follows one per step and "
+                "stops with an error if it gets more",
+            )
+        return Router(
+            source=source, callee=callee, ends=ends, may_send=_may_send(function, returns), view=view
+        )
+
+    def view(self, schema: Any, subject: str) -> InputView | None:
+        """How a node or router with input schema `schema` sees the state (None: the whole dict)."""
+        keys = _schema_keys(self.builder, schema)
+        model: str | None = None
+        if _is_class_state(schema):
+            model, why = import_path(schema)
+            if model is None:
+                self.findings.add(
+                    STATE_SCHEMA,
+                    subject,
+                    f"its state is a {schema.__name__} instance, which cannot be rebuilt by import path ({why}); "
+                    "it gets a dict instead",
+                )
+        if model is None and set(keys) == self.channel_keys:
+            return None
+        return InputView(keys=None if set(keys) == self.channel_keys else keys, model=model)
+
+
+def _is_class_state(schema: Any) -> bool:
+    """Whether LangGraph builds nodes' input as an instance (pydantic model or dataclass)."""
+    if not isinstance(schema, type):
+        return False
+    if dataclasses.is_dataclass(schema):
+        return True
+    return any(
+        base.__name__ == "BaseModel" and base.__module__.startswith("pydantic") for base in schema.__mro__
+    )
+
+
+def function_callee(function: Callable[..., Any]) -> Callee:
+    """A Callee for a plain or async function."""
+    path, _ = import_path(function)
+    try:
+        parameters = tuple(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        parameters = ()
+    returns = _return_annotation(function)
+    doc = inspect.getdoc(function) or ""
+    return Callee(
+        path=path,
+        name=getattr(function, "__name__", "node"),
+        parameters=parameters,
+        returns=None if returns is None else type_text(returns),
+        description=doc.split("\n\n", 1)[0].strip(),
+        function=function,
+    )
+
+
+def _return_annotation(function: Any) -> Any:
+    try:
+        return typing.get_type_hints(function).get("return")
+    except Exception:  # unresolvable forward references: the annotation says nothing usable
+        return None
+
+
+def _is_list_of_names(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        return any(_is_list_of_names(arg) for arg in typing.get_args(annotation))
+    from collections.abc import Sequence
+
+    if origin in (list, tuple, set, Sequence):
+        return not _mentions_send(annotation)
+    return False
+
+
+def _mentions_send(annotation: Any) -> bool:
+    from langgraph.types import Send
+
+    if annotation is Send:
+        return True
+    return any(_mentions_send(arg) for arg in typing.get_args(annotation))
+
+
+def _may_send(function: Any, returns: Any) -> bool:
+    """Whether a router may return Send packets: its return type says so, or its code uses Send."""
+    if returns is not None and _mentions_send(returns):
+        return True
+    from langgraph.types import Send
+
+    return _uses_global(function, "Send", Send)
+
+
+def calls_interrupt(function: Any) -> bool:
+    """Whether a node function calls LangGraph's `interrupt()`."""
+    from langgraph.types import interrupt
+
+    return _uses_global(function, "interrupt", interrupt)
+
+
+def _uses_global(function: Any, name: str, value: Any) -> bool:
+    code = getattr(function, "__code__", None)
+    if code is None or not any(name in names for names in _code_names(code)):
+        return False
+    namespace = getattr(function, "__globals__", {})
+    return namespace.get(name) is value or closure_vars(function).get(name) is value or name not in namespace
+
+
+def _code_names(code: CodeType) -> Iterator[tuple[str, ...]]:
+    """The global and attribute names of a code object and the code nested in it (comprehensions)."""
+    yield code.co_names
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            yield from _code_names(constant)
+
+
+__all__ = ["END", "calls_interrupt", "function_callee", "graph_name", "graph_parts", "read_graph"]
