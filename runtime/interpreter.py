@@ -132,8 +132,8 @@ async def run_raw(execution: Execution, playbook: Playbook) -> str:
         seed=execution.run.limits.seed,
         metadata={"agent": execution.agent.klass, "playbook": playbook.name, "mode": "raw"},
     )
-    _, answer = await execution.run.call_model(request, execution.agent)
-    return answer.strip()
+    _, response = await execution.run.call_model(request, execution.agent)
+    return response.text.strip()
 
 
 async def run_react(execution: Execution, playbook: Playbook) -> Any:

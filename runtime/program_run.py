@@ -30,7 +30,7 @@ from runtime.agent import AgentInstance
 from runtime.errors import InputExhausted, ProgramError, ProgramExit, RunError
 from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
-from runtime.models.base import Model, ModelError, ModelRequest
+from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse
 from runtime.models.limits import CallLimiter, CallLimits
 from runtime.remote import connector_for, playbook_for_tool
 from runtime.state import Frame
@@ -338,8 +338,8 @@ class ProgramRun:
 
     # --- model, user, trace ----------------------------------------------------------------------
 
-    async def call_model(self, request: ModelRequest, agent: AgentInstance) -> tuple[int, str]:
-        """Ask the run's model; return (call id, text). RunError when no model is configured."""
+    async def call_model(self, request: ModelRequest, agent: AgentInstance) -> tuple[int, ModelResponse]:
+        """Ask the run's model; return (call id, response). RunError when no model is configured."""
         if self.model is None:
             raise RunError(
                 "this step needs a model and none is configured; pass --model (or set PAL_MODEL)",
@@ -358,7 +358,7 @@ class ProgramRun:
             tokens={"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens},
             detail=f"{response.model}: {len(response.text)} characters",
         )
-        return call_id, response.text
+        return call_id, response
 
     async def request_user_input(self, agent: AgentInstance) -> str | None:
         self.trace(agent, "yield", detail="waiting for user input")

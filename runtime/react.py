@@ -52,7 +52,8 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
             seed=run.limits.seed,
             metadata={"agent": execution.agent.klass, "playbook": playbook.name, "mode": "react"},
         )
-        call_id, text = await run.call_model(request, execution.agent)
+        call_id, response = await run.call_model(request, execution.agent)
+        text = response.text
         try:
             calls, updates, returned, yield_kind = _check(execution, parse_answer(text))
         except (ContractSyntaxError, _Rejected) as error:

@@ -115,7 +115,8 @@ async def check_message_triggers(execution: Execution) -> None:
         seed=execution.run.limits.seed,
         metadata={"agent": instance.klass, "mode": "triggers"},
     )
-    call_id, text = await execution.run.call_model(request, instance)
+    call_id, response = await execution.run.call_model(request, instance)
+    text = response.text
     try:
         answer = parse_answer(text)
     except ContractSyntaxError as error:

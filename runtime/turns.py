@@ -64,7 +64,8 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             grammar=run.grammar_for(execution, frame, flow),
             metadata={"agent": execution.agent.klass, "playbook": frame.playbook.name, "line": frame.line},
         )
-        call_id, text = await run.call_model(request, execution.agent)
+        call_id, response = await run.call_model(request, execution.agent)
+        text = response.text
         try:
             turn = verify(parse_answer(text), context)
         except ContractSyntaxError as error:
@@ -73,7 +74,8 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             problems = [violation.format() for violation in error.violations]
         else:
             frame.turns += 1
-            return await apply_turn(execution, frame, flow, turn, call_id)
+            tokens = {"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens}
+            return await apply_turn(execution, frame, flow, turn, call_id, tokens)
         attempts += 1
         run.trace(
             execution.agent,
@@ -100,7 +102,12 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
 
 
 async def apply_turn(
-    execution: Execution, frame: Frame, flow: PlaybookFlow, turn: VerifiedTurn, call_id: int
+    execution: Execution,
+    frame: Frame,
+    flow: PlaybookFlow,
+    turn: VerifiedTurn,
+    call_id: int,
+    tokens: dict[str, int] | None = None,
 ) -> Control:
     """Apply a verified turn in the order the model wrote it."""
     run = execution.run
@@ -108,7 +115,9 @@ async def apply_turn(
     variables = agent.state.variables
     returned: Any = None
     execution.agent.unread.clear()  # the model has seen them
-    for action in turn.actions:
+    changes = _changes_by_step(turn, variables)
+    first = True
+    for index, action in enumerate(turn.actions):
         if isinstance(action, ExecutedStep):
             step = action.step
             run.trace(
@@ -117,9 +126,12 @@ async def apply_turn(
                 playbook=frame.playbook.name,
                 line=step.line,
                 opcode=step.opcode,
+                changed=changes.get(index, {}),
                 model_call=call_id,
+                tokens=tokens if first else None,
                 detail=action.action.note[:200],
             )
+            first = False
             agent.state.session_log.add(
                 f"{frame.playbook.name}:{step.line}:{step.opcode} {action.action.note}".rstrip()
             )
@@ -133,9 +145,6 @@ async def apply_turn(
             declared = variables.type_of(action.name)
             value = coerce(value, declared)
             variables.set(action.name, value)
-            run.trace(
-                agent, "var", playbook=frame.playbook.name, changed={action.name: value}, model_call=call_id
-            )
         elif isinstance(action, ArtifactAction):
             execution.save_artifact(action.name, action.summary, action.content)
         elif isinstance(action, TriggerAction):
@@ -156,6 +165,19 @@ async def apply_turn(
             coerce(returned, frame.playbook.returns) if turn.returned is not None else frame.return_value
         )
     return Control(yield_kind=turn.yield_target, yield_name=turn.yield_name, model_call=call_id)
+
+
+def _changes_by_step(turn: VerifiedTurn, variables: Any) -> dict[int, dict[str, Any]]:
+    """The variables each step sets: the Var lines written after it, before the next step (by action index)."""
+    changes: dict[int, dict[str, Any]] = {}
+    owner: int | None = None
+    for index, action in enumerate(turn.actions):
+        if isinstance(action, ExecutedStep):
+            owner = index
+        elif isinstance(action, VarAction) and owner is not None and action.name != "__":
+            value = coerce(_var_value(action, variables), variables.type_of(action.name))
+            changes.setdefault(owner, {})[action.name] = value
+    return changes
 
 
 def _var_value(action: VarAction, variables: Any) -> Any:

@@ -90,5 +90,8 @@ async def test_customer_support_runs_end_to_end_with_the_retry_loop() -> None:
         ("06", "RET", False),
     ]
     assert model.calls == 3
+    by_line = {event.line: event for event in tracer.steps()}
+    assert by_line["04"].changed == {"order_status": "shipped"}
+    assert [event.model_call for event in tracer.steps() if event.tokens is not None] == [1, 2, 3]
     assert result.variables["CustomerSupport:1000"]["order_status"] == "shipped"
     assert human.remaining == 0
