@@ -139,17 +139,17 @@ class _ExampleWriter:
         lines: list[str] = []
         if resumed:
             asked = self._asked_before(self.spec.resume_after or "")
-            situation = f"Continue {name} after line {self.spec.resume_after}."
+            situation = f"Continue executing {name} at line {entry}."
             if asked:
                 said = ", ".join(f"{variable} is {_json(self._placeholder(variable))}" for variable in asked)
-                situation += f" The reply says: {said}."
+                situation += f" (The reply to line {self.spec.resume_after} says: {said}.)"
             lines.append(
                 "recap – "
                 + _clip(f"{name} resumed after line {self.spec.resume_after}", self.limits.line_chars)
             )
         else:
             asked = ()
-            situation = f"Run {name} from line {entry}."
+            situation = f"Continue executing {name} at line {entry}."
             lines.append("recap – " + _clip(f"starting {name}", self.limits.line_chars))
         lines.append("plan – " + _clip(f"execute {name} from line {entry}", self.limits.line_chars))
         for variable in asked[: self.limits.leading_vars]:

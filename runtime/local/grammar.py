@@ -178,12 +178,12 @@ class _GrammarBuilder:
             lines = self.rules.define(rule_name("vars", step.line), alternatives(options))
             return note, f"{lines}{{0,{min(len(names), self.limits.step_vars)}}}"
         if step.opcode == "QUE":
-            say = f"{_SAY_TO_USER} {self._say_message()} {literal(')`')}"
-            options = [say]
+            # A QUE step in words queues something: a message to the user, or a call to a known callee.
+            options = [f"{_SAY_TO_USER} {self._say_message()} {literal(')`')}"]
             free = self._free_call()
             if free is not None:
                 options.append(f"{literal(' `')} {free} {literal('`')}")
-            return f"{alternatives(options)}?", ""
+            return alternatives(options), ""
         if step.opcode == "CND":
             return f"{literal(' ')} {self._note()}", ""
         if step.opcode in ("TNK", "CHK"):

@@ -123,7 +123,10 @@ def test_the_second_example_continues_after_the_first_ones_yield_with_what_the_u
     first, second = build_example_turns(greeting, "CustomerSupportAgent", "GreetTheUser")
     assert first.answer.endswith('`Step["GreetTheUser:03:YLD"]`\nyld user')
     assert second.spec.resume_after == "03"
-    assert "name is" in second.situation
+    assert (
+        second.situation
+        == 'Continue executing GreetTheUser at line 04. (The reply to line 03 says: name is "example".)'
+    )
     parsed = parse_answer(second.answer)
     assert parsed.actions[0] == VarAction(name="name", value="example", raw='"example"')
     assert [step.ref.line for step in parsed.steps] == ["04", "05", "06"]
@@ -151,8 +154,11 @@ def test_literals_written_in_the_program_are_used() -> None:
     (account,) = build_example_turns(triggers, "ExampleProgram", "LoadAccount")
     assert '`Return[{"balance": 8999}]`' in account.answer
     text = render_examples(build_example_turns(triggers, "ExampleProgram", "Main"))
-    assert text.startswith("Example 1: Run Main from line 01.\nrecap – ")
-    assert "\n\nExample 2: Continue Main after line 02." in text
+    assert text.startswith("Example 1: Continue executing Main at line 01.\nrecap – ")
+    assert (
+        '\n\nExample 2: Continue executing Main at line 03. (The reply to line 02 says: pin is "example".)'
+        in text
+    )
 
 
 def test_values_that_do_not_fit_the_declared_type_become_placeholders() -> None:
@@ -167,7 +173,7 @@ def test_values_that_do_not_fit_the_declared_type_become_placeholders() -> None:
 def test_examples_become_chat_messages() -> None:
     (first, _) = build_example_turns(program(SEED), "CustomerSupport", "Greeting")
     user, assistant = first.messages()
-    assert (user.role, user.content) == ("user", "Run Greeting from line 01.")
+    assert (user.role, user.content) == ("user", "Continue executing Greeting at line 01.")
     assert assistant.role == "assistant" and assistant.content == first.answer
 
 

@@ -97,7 +97,7 @@ def test_after_the_first_yield_both_branches_of_the_condition_are_legal() -> Non
         *HEAD,
         '`Step["Greeting:03:CND"]` the order number is valid',
         "trig? no",
-        '`Step["Greeting:04:QUE"]`',
+        '`Step["Greeting:04:QUE"]` `Say("user", "Let me look that up.")`',
         "trig? no",
         '`Step["Greeting:05:QUE"]` `Say("user", "Your order has shipped.")`',
         "trig? no",
@@ -117,6 +117,7 @@ def test_after_the_first_yield_both_branches_of_the_condition_are_legal() -> Non
         "a note opening with yld": retry.replace("the order number 12", "yld the order number 12"),
         "no reason for a condition": retry.replace(" the order number 12 has too few digits", ""),
         "the yield step again": answer(*HEAD, '`Step["Greeting:02:YLD"]`', "yld user"),
+        "a QUE step in words that does nothing": finish.replace(' `Say("user", "Let me look that up.")`', ""),
     }
     for why, text in illegal.items():
         assert not after_yield.accepts(text), why
@@ -210,7 +211,7 @@ def test_a_step_without_a_call_may_say_something_or_queue_a_known_callee() -> No
     greeting = grammar(SEED, "CustomerSupport", "Greeting", current_line="04")
     tail = answer(
         "trig? no",
-        '`Step["Greeting:05:QUE"]`',
+        '`Step["Greeting:05:QUE"]` `Say("user", "It has shipped.")`',
         "trig? no",
         '`Step["Greeting:06:RET"]` `Return[]` `Var[$__, "done"]`',
         "yld return",
