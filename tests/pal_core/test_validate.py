@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pal_core import parser as pal_parser
+from pal_core.compiler import reporter as compiler_reporter
 from pal_core.errors import Diagnostic, Severity
 from pal_core.ir import Agent, Playbook, Program, Span, Step
 from pal_core.parser import parse
@@ -379,9 +380,12 @@ def _documented_codes() -> list[str]:
 
 
 def _parser_codes() -> set[str]:
+    """The syntax codes of the parser and of the markdown compiler (PAL0xx)."""
+    modules = (vars(pal_parser), vars(compiler_reporter))
     return {
         value
-        for name, value in vars(pal_parser).items()
+        for namespace in modules
+        for name, value in namespace.items()
         if name.isupper() and isinstance(value, str) and re.fullmatch(r"PAL0\d\d", value)
     }
 
