@@ -6,12 +6,12 @@ the graph's own node and router functions by import path and call these helpers,
 
 - `start_graph` / `finish_graph`: the START superstep (the input written through the reducers) and the
   output, in the shape `graph.invoke` returns.
-- `apply_update`, `stage_update` + `apply_writes`: one superstep's writes applied to the state through the
+- `apply_update`, `apply_writes`: one superstep's writes applied to the state through the
   recorded channels: a last-value channel takes one value per superstep, a reducer channel folds every
   value in with its reducer (`Overwrite` bypasses it), exactly in LangGraph's order (nodes triggered by
   edges by name, then `Send` tasks in the order they were sent).
-- `destination`, `command_goto`, `send_args`, `next_send` / `other_sends`: a router's or a `Command`'s
-  destination as one route name the playbook branches on, and the packets of a `Send` fan-out.
+- `destination`, `command_goto`, `send_args`: a router's or a `Command`'s destination as one route name
+  the playbook branches on, and the inputs of a `Send` fan-out's tasks.
 - `state_view`: the state as a node declared it (a key subset, or a pydantic model / dataclass).
 - `resume_node`, `is_interrupted`, `interrupt_question`, `add_answer`: a node that calls `interrupt()`, re-run with the
   human's answers so far, the way LangGraph resumes it.
@@ -181,21 +181,25 @@ def apply_update(state: dict, update: Any, node: str, schema: dict, routes: list
     `routes` lists the destinations the import found for the node's `Command(goto=...)`; a goto the
     program does not branch on is an error rather than silently not followed.
     """
-    return apply_writes(state, stage_update([], node, update, routes), schema)
-
-
-def stage_update(writes: list, node: str, update: Any, routes: list | None = None) -> list:
-    """`writes` with `node`'s update added, for `apply_writes` at the end of a parallel superstep."""
     _check_goto(update, node, routes or [])
-    return [*writes, [node, update]]
+    return _apply_tasks(state, [(node, update)], _read_schema(schema))
 
 
 def apply_writes(state: dict, writes: list, schema: dict) -> dict:
-    """The state after a superstep whose tasks wrote `writes` ([node, update] pairs, in task order)."""
-    spec = _read_schema(schema)
+    """The state after a superstep in which several tasks ran: `writes` holds [node, update] pairs in
+    LangGraph's order (nodes started by edges by name, then Send tasks in the order they were sent)."""
+    pairs: list[tuple[str, Any]] = []
+    for write in writes:
+        if not isinstance(write, (list, tuple)) or len(write) != 2 or not isinstance(write[0], str):
+            raise GraphStepError(f"apply_writes: each write must be [node, update], got {write!r}")
+        _check_goto(write[1], write[0], [])
+        pairs.append((write[0], write[1]))
+    return _apply_tasks(state, pairs, _read_schema(schema))
+
+
+def _apply_tasks(state: Mapping[str, Any], updates: list[tuple[str, Any]], spec: _Schema) -> dict:
     known = set(spec.channels)
-    tasks = [(node, _update_pairs(update, node, known)) for node, update in writes]
-    return _apply(state, tasks, spec)
+    return _apply(state, [(node, _update_pairs(update, node, known)) for node, update in updates], spec)
 
 
 def _apply(state: Mapping[str, Any], tasks: list[tuple[str, list[tuple[str, Any]]]], spec: _Schema) -> dict:
@@ -420,18 +424,6 @@ def send_args(result: Any, node: str, state: dict) -> list:
     return pulled[:1] + pushed
 
 
-def next_send(sends: list) -> Any:
-    """The first pending Send input."""
-    if not sends:
-        raise GraphStepError("next_send: no Send inputs are left")
-    return sends[0]
-
-
-def other_sends(sends: list) -> list:
-    """The pending Send inputs after the first."""
-    return list(sends[1:])
-
-
 def state_value(state: dict, key: str, default: Any = None) -> Any:
     """`state.get(key, default)`: the router LangGraph's multi-agent swarm uses (the active agent)."""
     return state.get(key, default)
@@ -524,7 +516,10 @@ def interrupt_question(update: Any) -> Any:
 
 
 def add_answer(answers: list, answer: Any) -> list:
-    """`answers` with the human's latest answer appended."""
+    """`answers` with the human's reply appended. A reply read with `WaitForMessage` (a list of
+    messages) counts as the text of its last message."""
+    if isinstance(answer, list) and answer and hasattr(answer[-1], "content"):
+        answer = answer[-1].content
     return [*answers, answer]
 
 
@@ -565,13 +560,10 @@ def unsupported(node: str, reason: str) -> None:
 HELPERS: Mapping[str, Callable[..., Any]] = {
     "start_graph": start_graph,
     "apply_update": apply_update,
-    "stage_update": stage_update,
     "apply_writes": apply_writes,
     "destination": destination,
     "command_goto": command_goto,
     "send_args": send_args,
-    "next_send": next_send,
-    "other_sends": other_sends,
     "state_value": state_value,
     "state_view": state_view,
     "finish_graph": finish_graph,

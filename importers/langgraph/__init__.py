@@ -11,32 +11,36 @@ or tool (codes LG101-LG116, listed in docs/langgraph.md). With `strict=True` any
 
 The mapping
 -----------
-- **One agent per graph.** Its `Invoke($input:dict) -> dict` playbook (trigger BGN) runs the graph on an
-  input state and returns the output state, the shape `graph.invoke` returns.
+- **One agent per graph.** The imported graph's agent has `Invoke($input:dict) -> dict` (trigger BGN): it
+  runs the graph on an input state and returns the output state, the shape `graph.invoke` returns
+  (`pal run out.pal --input '{"x": 1}'` binds the JSON object to `$input` and prints the result).
+- **Subgraphs are agents.** A compiled subgraph used as a node is an agent of its own whose public
+  `Invoke` the parent calls with its state (`Child.Invoke(input=$state)`); the output is the node's
+  update. Agents, not nested playbooks, because PAL variables belong to an agent: the subgraph's `$state`
+  must not overwrite its parent's.
 - **State.** The whole state is one `$state:dict` variable. The state schema is recorded in the first step
   as the `$schema` literal: every key with its type, and for a key with a reducer the reducer's import
   path and starting value. `StartGraph` writes the input, `ApplyUpdate` / `ApplyWrites` apply a
-  superstep's updates through the reducers, `FinishGraph` returns the output keys (helpers bound to
-  `importers.langgraph_support`).
+  superstep's updates through the reducers, `FinishGraph` returns the output keys (Python playbooks
+  bound to `importers.langgraph_support`).
 - **Nodes.** A plain-function node is a Python playbook bound to the function (`python: module:qualname`),
   called with the state and answering the node's update. A node that calls `interrupt()` is a markdown
-  playbook that runs the function with the human's answers so far and, at an unanswered question, says it
-  to the user and yields (`YLD user`), as LangGraph re-runs an interrupted node on resume.
-- **Subgraphs.** A compiled subgraph of plain nodes becomes a nested playbook `<Node>Graph($input)` of the
-  same agent (its node playbooks prefixed with the node's name), so the whole graph runs step by step in
-  one program. A subgraph that is an LLM agent becomes an agent of its own (next point).
-- **LLM agents.** A graph built by `create_react_agent` or langchain's `create_agent` (alone, as a node, or
-  a langgraph-supervisor worker) becomes an agent with a react playbook `Run($state:dict) -> dict`
+  playbook that runs the function with the human's answers so far and, at an unanswered question, says
+  it to the user and waits for the reply (`WaitForMessage("human")`), as LangGraph re-runs an interrupted
+  node on resume.
+- **LLM agents.** A graph built by `create_react_agent` or langchain's `create_agent` (imported itself, used
+  as a node, or a langgraph-supervisor worker) becomes an agent with a react playbook `Run($state:dict)`
   holding its prompt, and its tools as Python playbooks bound to the tool functions. Hand-off tools of
   langgraph-supervisor and langgraph-swarm become `TransferTo...` playbooks returning the `Command`.
-- **Control flow**, one superstep at a time: static edges are node calls in order (the next superstep
-  falls through or JMPs); nodes that run in parallel in one superstep are all called on the same state
-  and their writes applied together, in LangGraph's order; a conditional edge is the router's call,
-  `Destination` mapping its result through the path map, then `CND If $route == "<node>"` branches; a
-  `Command(goto=...)` route (from a `Command[Literal[...]]` return annotation or `destinations=`) is
-  `CommandGoto` and the same branches; a `Send` fan-out is a `CND While $sends != []` loop calling the
-  node on each packet; waiting edges (joins) wait for all their sources; cycles are JMPs back; static
-  `interrupt_before` / `interrupt_after` are `YLD user`; START is the input, END is `FinishGraph` and RET.
+- **Control flow**, one superstep at a time: a superstep's node calls are QUE steps run by one
+  `YLD call`, all on the state before the superstep, then their writes are applied together in
+  LangGraph's order; a static edge to the next superstep falls through or JMPs; a conditional edge is the
+  router's call, `Destination` mapping its result through the path map, then `CND If $route == "<node>"`
+  branches; a `Command(goto=...)` route (from a `Command[Literal[...]]` return annotation or
+  `destinations=`) is `CommandGoto` and the same branches; a `Send` fan-out is a `CND While $sends != []`
+  loop calling the node on each packet; waiting edges (joins) wait for all their sources; cycles are JMPs
+  back; static `interrupt_before` / `interrupt_after` are `YLD user`; START is the input and END is
+  `FinishGraph` and RET.
 
 Not expressed (each reported): routing from a node running in parallel with others, several routes out
 of one node, routers that return several destinations at once (an error at run time if they do),
