@@ -154,7 +154,8 @@ def _read_tools(
                 f"{subject}, tool {tool_name!r}",
                 "return_direct ends the agent's turn with the tool's result; PAL lets the model answer",
             )
-    return tuple(tools), tuple(handoffs)
+    # langgraph-supervisor makes its hand-off tools from a set: order them by name to be reproducible.
+    return tuple(tools), tuple(sorted(handoffs, key=lambda handoff: handoff.name))
 
 
 def _handoff(tool: Any, destination: str) -> Handoff:

@@ -228,8 +228,10 @@ def _graph_description(graph: Graph, *, top_level: bool) -> str:
         )
     if graph.agent is not None:
         return (
-            f"{_agent_description(graph.agent)} Imported from {where}: {ENTRY_PLAYBOOK} runs the agent on an "
-            "input state and returns the final state, as `graph.invoke` does."
+            f"LangGraph agent `{graph.agent.name}`, built with {_factory(graph.agent)} and imported from {where} "
+            f"by `pal import langgraph`. {AGENT_PLAYBOOK} is the agent: a model that answers the conversation "
+            "in the state, calling its tools (the Python playbooks) until it is done. "
+            f"{ENTRY_PLAYBOOK} runs it on an input state and returns the final state, as `graph.invoke` does."
         )
     return (
         f"LangGraph graph {where}, imported by `pal import langgraph`. {ENTRY_PLAYBOOK} runs it on an input "
@@ -249,7 +251,12 @@ def _graph_metadata(graph: Graph) -> Metadata:
 
 def _agent_description(agent: LlmAgent) -> str:
     return (
-        f"LangGraph agent `{agent.name}` ({agent.factory.value.rpartition('.')[2]}), imported by "
-        f"`pal import langgraph`: a model that answers the conversation, calling its tools until it is done. "
-        f"{AGENT_PLAYBOOK} is the agent: it takes the graph state and returns the agent's update."
+        f"LangGraph agent `{agent.name}`, built with {_factory(agent)} and imported by `pal import langgraph` "
+        f"with the graph that uses it. {AGENT_PLAYBOOK} is the agent: a model that answers the conversation "
+        "in the state it is given, calling its tools (the Python playbooks) until it is done, and returns "
+        "its update to that state."
     )
+
+
+def _factory(agent: LlmAgent) -> str:
+    return f"`{agent.factory.value.rpartition('.')[2]}`"

@@ -222,11 +222,16 @@ class _GraphReader:
     def node(self, name: str, spec: Any) -> Node:
         subject = f"node {self.scope}{name!r}"
         self._policies(name, spec, subject)
-        ends = tuple(spec.ends) if spec.ends else ()
+        ends = self._command_ends(spec.ends)
         runnable = spec.runnable
         if hasattr(runnable, "builder") and hasattr(runnable, "get_graph"):
             return self._subgraph_node(name, runnable, ends, subject)
         function = runnable_function(runnable)
+        if inspect.ismethod(function) and not isinstance(function.__self__, type):
+            owner = type(function.__self__).__name__
+            reason = f"it is a method of a {owner} object, which has no import path; call it from a module-level function"
+            self.findings.add(UNSUPPORTED_NODE, subject, reason)
+            return Node(name=name, kind=NodeKind.UNSUPPORTED, command_ends=ends, unsupported_reason=reason)
         if function is None:
             kind = type(runnable).__name__
             reason = f"it is a {kind}, which the importer cannot call by import path; wrap it in a module-level function"
@@ -259,6 +264,16 @@ class _GraphReader:
             view=self.view(spec.input_schema, subject),
             command_ends=ends,
             asks_human=calls_interrupt(function),
+        )
+
+    def _command_ends(self, ends: Any) -> tuple[str, ...]:
+        """A node's Command destinations in the graph's node order, END last: some libraries build
+        `destinations` from a set, whose order changes from run to run."""
+        if not ends:
+            return ()
+        order = {name: index for index, name in enumerate(self.builder.nodes)}
+        return tuple(
+            sorted(set(ends), key=lambda target: (target == END, order.get(target, len(order)), target))
         )
 
     def _subgraph_node(self, name: str, compiled: Any, ends: tuple[str, ...], subject: str) -> Node:
