@@ -90,11 +90,8 @@ class _GrammarBuilder:
         opening = ["body"]
         lead = self._leading_vars()
         if lead is not None:
-            after_vars = [f"{_TRIG_NO} body"]
-            fired = self._fired()
-            if fired is not None:
-                after_vars.append(fired)
-            opening.append(f"{lead} {alternatives(after_vars)}")
+            # No trigger may end the turn here: the verifier wants at least one step executed.
+            opening.append(f"{lead} {_TRIG_NO} body")
         line_text = self._line_text()
         recap, plan_head = literal("recap – "), literal("\nplan – ")
         root = f"{recap} {line_text} {plan_head} {line_text} {_NEWLINE} {alternatives(opening)}"
@@ -259,7 +256,7 @@ class _GrammarBuilder:
             self._value(ValueKind.NUMBER),
             self._value(ValueKind.BOOLEAN),
         ]
-        options.extend(literal(f"${name}") for name in self.plan.variables)
+        options.extend(literal(f"${name}") for name in self.plan.existing)
         return self.rules.define("argument", alternatives(options))
 
     # Text and values ------------------------------------------------------------------------------
@@ -290,10 +287,9 @@ class _GrammarBuilder:
             text = self._chars("string", limits.string_chars)
             return rules.define("v-string", f"{_QUOTE} {text} {_QUOTE}")
         if kind is ValueKind.INTEGER:
-            return rules.define("v-integer", '"-"? ( "0" | [1-9] [0-9]{0,14} )')
+            return rules.define("v-integer", '"0" | "-"? [1-9] [0-9]{0,14}')
         if kind is ValueKind.NUMBER:
-            integer = self._value(ValueKind.INTEGER)
-            return rules.define("v-number", f'{integer} ( "." [0-9]{{1,8}} )?')
+            return rules.define("v-number", '"-"? ( "0" | [1-9] [0-9]{0,14} ) ( "." [0-9]{1,8} )?')
         if kind is ValueKind.BOOLEAN:
             return rules.define("v-boolean", '"true" | "false"')
         scalar = rules.define(

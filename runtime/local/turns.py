@@ -151,7 +151,11 @@ class TurnSpec:
     resume_after: str | None = None
     """The line executed last (a YLD, typically): the turn starts at any line that may follow it."""
     variables: Mapping[str, JsonValue] = field(default_factory=dict)
-    """Current variable values (names without `$`); they add names and, for undeclared ones, types."""
+    """Current variable values (names without `$`): the only `$variables` a call may pass besides the
+    playbook's parameters; they also add names and, for undeclared ones, types."""
+    declared_types: Mapping[str, str] = field(default_factory=dict)
+    """Types declared anywhere in the agent (`$x:int`), as the verifier knows them; they win over what
+    the playbook's own text declares."""
     callees: tuple[Callee, ...] | None = None
     """What a step with no call written may queue; None: every playbook of the agent and every public
     playbook of the other agents."""
@@ -242,8 +246,12 @@ class TurnPlan:
         """Lines the turn may start at."""
         self.budget = spec.limits.max_steps
         """The most steps a turn may execute."""
-        self.variables = _variable_kinds(self.playbook, spec.variables)
+        self.variables = _variable_kinds(self.playbook, spec.variables, spec.declared_types)
         """Every variable the answer may set, with the kind of value it holds."""
+        self.existing = tuple(
+            dict.fromkeys([*(parameter.name for parameter in self.playbook.parameters), *spec.variables])
+        )
+        """Variables that exist now: what a call the answer chooses may pass as `$name`."""
         self.callees = (
             spec.callees if spec.callees is not None else _default_callees(spec.program, self.agent)
         )
@@ -381,7 +389,9 @@ def _markdown_playbook(agent: Agent, name: str) -> Playbook:
     return playbook
 
 
-def _variable_kinds(playbook: Playbook, values: Mapping[str, JsonValue]) -> dict[str, ValueKind]:
+def _variable_kinds(
+    playbook: Playbook, values: Mapping[str, JsonValue], agent_types: Mapping[str, str]
+) -> dict[str, ValueKind]:
     declared: dict[str, str | None] = {}
 
     def note(name: str, type_text: str | None) -> None:
@@ -399,6 +409,9 @@ def _variable_kinds(playbook: Playbook, values: Mapping[str, JsonValue]) -> dict
             note(step.assignment.target.name, step.assignment.target.type)
         for found in _VARIABLE.finditer(step.text):
             note(found.group(1), found.group(2))
+    for name, type_text in agent_types.items():
+        if name in declared or name in values:
+            declared[name] = type_text
     kinds = {name: value_kind(type_text) for name, type_text in declared.items()}
     for name, value in values.items():
         if name == "__":
