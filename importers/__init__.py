@@ -126,6 +126,10 @@ def load_target(target: str) -> Any:
         raise ImportTargetError(
             f"target {target!r}: cannot import module {module_name!r}: {error}"
         ) from error
+    except Exception as error:  # the user's module failed while loading: report it as theirs, not ours
+        raise ImportTargetError(
+            f"target {target!r}: importing module {module_name!r} raised {type(error).__name__}: {error}"
+        ) from error
     walked = module_name
     for part in attribute_path.split("."):
         try:
