@@ -70,17 +70,28 @@ class Interrupted:
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class _Channel:
+    """One state key of the schema literal, with its reducer imported."""
+
     key: str
+    """The state key."""
     reducer: Callable[[Any, Any], Any] | None
+    """The reducer; None for a key that keeps the last value written."""
     initial: Any
+    """The value the key starts with (a reducer key's empty value)."""
     has_initial: bool
+    """Whether the key starts with `initial` (otherwise it starts unset)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class _Schema:
+    """The schema literal, read."""
+
     channels: dict[str, _Channel]
+    """Every state key, in schema order."""
     input_keys: tuple[str, ...]
+    """Keys the input may write."""
     output_keys: tuple[str, ...]
+    """Keys the output shows, in order."""
 
 
 def _read_schema(schema: Any) -> _Schema:

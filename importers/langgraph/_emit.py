@@ -58,15 +58,22 @@ class Namer:
 
 @dataclass(slots=True, kw_only=True)
 class AgentParts:
-    """An agent being built."""
+    """An agent being built (mutable until `build`)."""
 
     name: str
+    """The agent's name."""
     description: str
+    """The agent's description."""
     metadata: Metadata
+    """The agent's metadata (`langgraph:` details)."""
     namer: Namer = field(default_factory=lambda: Namer(_RESERVED))
+    """Playbook names taken so far in this agent."""
     main: list[Playbook] = field(default_factory=list)
+    """The playbooks written first: `Invoke` and, for an LLM agent, `Run`."""
     playbooks: list[Playbook] = field(default_factory=list)
+    """Node, router, tool and hand-off playbooks, in the order made."""
     helpers: dict[str, Playbook] = field(default_factory=dict)
+    """Support helper playbooks by helper function name, written last."""
 
     def helper(self, function: str) -> str:
         """The PAL name of helper `function`, adding its playbook on first use."""

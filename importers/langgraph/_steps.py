@@ -12,10 +12,16 @@ from pal_core.ir import Step
 
 @dataclass(slots=True, eq=False)
 class _Op:
+    """A step before numbering (mutable while its body is built)."""
+
     opcode: str
+    """The command code."""
     text: str = ""
+    """The step text; for a JMP, filled in from `jump` when numbered."""
     jump: object | None = None
+    """For a JMP: the label of its target."""
     children: list[_Op] = field(default_factory=list)
+    """The body of a CND."""
 
 
 class StepList:

@@ -35,6 +35,7 @@ EQUIVALENT_GRAPHS = (
     "command",
     "routes",
     "pydantic_state",
+    "async_nodes",
 )
 RUN_SECONDS = 30
 
@@ -64,12 +65,13 @@ async def run_graph_state_equivalence(
     graph: Any, inputs: list[dict[str, Any]], *, messages: list[str] | None = None
 ) -> list[StateComparison]:
     """Import `graph` (strictly: nothing may be left unexpressed), write it as PAL text and read it back,
-    then run its `Invoke` with our runtime and no model on each input, next to `graph.invoke`."""
+    then run its `Invoke` with our runtime and no model on each input, next to `graph.ainvoke` (which
+    runs sync and async nodes alike, as `invoke` does sync ones)."""
     program = parse(write(import_graph(graph, strict=True).program))
     comparisons = []
     for state in inputs:
-        expected = graph.invoke(copy.deepcopy(state))
         with anyio.fail_after(RUN_SECONDS):
+            expected = await graph.ainvoke(copy.deepcopy(state))
             actual = await run_playbook(
                 program,
                 "Invoke",

@@ -11,6 +11,8 @@ and review the diff before committing.
 from __future__ import annotations
 
 import inspect
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,7 @@ PLAIN_GRAPHS = (
     "command",
     "routes",
     "pydantic_state",
+    "async_nodes",
 )
 GOLDENS: dict[str, str] = {
     **{name: f"tests.fixtures.langgraph.{name}:graph" for name in PLAIN_GRAPHS},
@@ -387,6 +390,17 @@ def test_a_graph_without_an_entry_point_is_refused() -> None:
     builder.add_node("first", first)
     with pytest.raises(ImportTargetError, match="no entry point"):
         import_graph(builder)
+
+
+def test_importing_the_importer_loads_no_framework() -> None:
+    code = (
+        "import sys, importers, importers.langgraph, importers.langgraph_support\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'langgraph', 'langchain_core', 'pydantic'}))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert completed.stdout.strip() == "[]"
 
 
 def test_the_support_helpers_have_the_signatures_their_playbooks_declare() -> None:
