@@ -174,14 +174,21 @@ def _read_channels(builder: Any, scope: str, findings: Findings) -> tuple[Channe
                     )
                 )
             else:
-                factory, _ = import_path(type(initial))
+                factory, why = import_path(type(initial))
+                if factory is None:
+                    findings.add(
+                        UNSUPPORTED_CHANNEL,
+                        subject,
+                        f"its starting value, a {type(initial).__name__}, cannot be made by import path ({why}); "
+                        "the key starts unset",
+                    )
                 channels.append(
                     Channel(
                         key=key,
                         type=type_text(annotation),
                         reducer=reducer,
                         factory=factory,
-                        has_initial=True,
+                        has_initial=factory is not None,
                     )
                 )
             continue

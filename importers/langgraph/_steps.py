@@ -108,12 +108,3 @@ def literal(value: Any) -> str:
             raise ValueError("dict keys must be strings")
         return "{" + ", ".join(f"{literal(key)}: {literal(item)}" for key, item in value.items()) + "}"
     raise ValueError(f"{type(value).__name__} is not JSON-compatible")
-
-
-def is_literal(value: Any) -> bool:
-    """Whether `literal(value)` can write it."""
-    try:
-        literal(value)
-    except ValueError:
-        return False
-    return True
