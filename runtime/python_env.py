@@ -14,11 +14,16 @@ import importlib.abc
 import importlib.util
 import linecache
 from collections.abc import Callable
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 from runtime.errors import ProgramError
 from runtime.python_api import BUILTINS, PlaybookFunction
+
+_COMPILED: dict[tuple[str, str], CodeType] = {}
+"""Compiled python blocks by (file name, source): every instance of an agent (a run per MCP tool call, a
+standby agent created again) would otherwise compile the same text anew, which costs more than running it."""
+_COMPILED_LIMIT = 256
 
 
 class _BlockLoader(importlib.abc.SourceLoader):
@@ -33,6 +38,18 @@ class _BlockLoader(importlib.abc.SourceLoader):
 
     def get_data(self, path: str) -> bytes:
         return self._source.encode("utf-8")
+
+    def get_code(self, fullname: str) -> CodeType | None:
+        key = (self._filename, self._source)
+        code = _COMPILED.get(key)
+        if code is None:
+            code = super().get_code(fullname)
+            if code is None:  # pragma: no cover - a source loader always returns code or raises
+                return None
+            if len(_COMPILED) >= _COMPILED_LIMIT:
+                _COMPILED.pop(next(iter(_COMPILED)))
+            _COMPILED[key] = code
+        return code
 
 
 def load_block(
