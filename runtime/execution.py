@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pal_core.ir import Playbook, PlaybookKind
 from pal_core.messaging import Message, MessageType
-from runtime.errors import CallError, InputExhausted, PlaybookFailed, ProgramError, RunError
+from runtime.errors import CallError, ControlFlow, InputExhausted, PlaybookFailed, ProgramError, RunError
 from runtime.python_api import call_function, current_execution
 from runtime.remote import RemoteCallError
 from runtime.state import Artifact, CallStack
@@ -112,24 +112,18 @@ class Execution:
 
     async def _call_python(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
         function = self.agent.python_function(playbook.name)
+        try:
+            inspect.signature(function).bind(*args, **kwargs)
+        except TypeError as error:
+            raise CallError(f"{playbook.name}: {error}") from None
+        except ValueError:
+            pass  # builtins without a signature: let the call itself decide
         token = current_execution.set(self)
         try:
             return await call_function(function, args, kwargs)
-        except (RunError, ProgramError, asyncio.CancelledError):
+        except (RunError, ProgramError, ControlFlow, asyncio.CancelledError):
             raise
-        except TypeError as error:
-            if _is_signature_error(error, function):
-                raise CallError(f"{playbook.name}: {error}") from None
-            raise PlaybookFailed(
-                f"Python playbook {playbook.name} raised {type(error).__name__}: {error}",
-                agent=self.agent.klass,
-                playbook=playbook.name,
-            ) from error
-        except Exception as error:
-            from runtime.errors import ControlFlow
-
-            if isinstance(error, ControlFlow):
-                raise
+        except Exception as error:  # the playbook's own code failed: report it as the playbook's failure
             raise PlaybookFailed(
                 f"Python playbook {playbook.name} raised {type(error).__name__}: {error}",
                 agent=self.agent.klass,
@@ -353,14 +347,3 @@ def _describe_call(name: str, args: list[Any], kwargs: Mapping[str, Any]) -> str
         f"{key}={_short(value, 40)}" for key, value in kwargs.items()
     ]
     return f"{name}({', '.join(parts)})"
-
-
-def _is_signature_error(error: TypeError, function: Any) -> bool:
-    """Whether a TypeError came from calling `function` with the wrong arguments (not from inside it)."""
-    traceback = error.__traceback__
-    depth = 0
-    while traceback is not None:
-        depth += 1
-        traceback = traceback.tb_next
-    target = inspect.unwrap(function)
-    return depth <= 2 and "argument" in str(error) and getattr(target, "__name__", "") in str(error)
