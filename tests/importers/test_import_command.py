@@ -1,4 +1,4 @@
-"""`pal import <framework> module:attr -o out.pal [--strict]` (runtime.commands.imports)."""
+"""`pal import <framework> module:attr -o out.pal [--strict]` (importers.cli)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from importers import cli as imports
 from pal_core.parser import parse
-from runtime.commands import imports
 from tests.conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +86,7 @@ def test_the_target_module_is_found_from_the_current_directory(tmp_path: Path) -
     """Run as a program from the project root (where `pal` is used), the root's modules import."""
     code = (
         "import argparse, sys\n"
-        "from runtime.commands import imports\n"
+        "from importers import cli as imports\n"
         "sys.path[:] = [p for p in sys.path if p not in ('', '.')]\n"
         "parser = argparse.ArgumentParser(); imports.ARGUMENTS['import'](parser)\n"
         "args = parser.parse_args(['langgraph', 'tests.fixtures.langgraph.linear:graph', '-o', sys.argv[1]])\n"

@@ -1,5 +1,8 @@
 """`pal import <framework> module:attr -o out.pal [--strict]`: a program of another framework as PAL.
 
+Registered with the `pal` CLI through the `pal_bridge.commands` entry point (the runtime never imports
+this package).
+
 The importer (importers.get_importer) is loaded only when the command runs, so building the CLI parser
 loads no framework. The current directory is importable, as with `python -m`, so `myapp.graphs:graph`
 works from the project's root.
@@ -29,6 +32,7 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
     )
 
 
+HELP = {"import": "import a program of another framework as PAL: pal import langgraph module:attr -o out.pal"}
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"import": _add_import}
 
 
