@@ -1,0 +1,177 @@
+"""`pal mcp serve` and `pal mcp config` (a plugin of the `pal` command, entry point `pal_bridge.commands`).
+
+Importing this module is cheap: argparse only. The MCP SDK is imported when a command runs, with an
+install hint when it is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pal_core.ir import Program
+    from runtime.models.base import Model
+    from runtime.program_run import RunLimits
+
+INSTALL_HINT = "pal mcp needs the MCP SDK: pip install 'pal-bridge[mcp]'"
+TOKEN_ENV = "PAL_MCP_TOKEN"
+"""Environment variable holding the HTTP bearer token when --token is not given."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `mcp` command's sub-commands and options."""
+    actions = parser.add_subparsers(dest="mcp_action", metavar="ACTION", required=True)
+    serve = actions.add_parser(
+        "serve",
+        help="serve the program's public playbooks as MCP tools",
+        description="Serve every public playbook (markdown and Python) of a program as an MCP tool.",
+    )
+    serve.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb or .md program")
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP port; 0 picks a free one (default: 8000)")
+    serve.add_argument(
+        "--token",
+        help=f"HTTP only: require `Authorization: Bearer TOKEN` (default: ${TOKEN_ENV} when set)",
+    )
+    serve.add_argument(
+        "--model",
+        "-m",
+        help="model for steps the runtime cannot run itself (litellm string, scripted:FILE, replay:FILE, ...); "
+        "default: $PAL_MODEL, else none (fast-path and Python playbooks only)",
+    )
+    serve.add_argument("--name", help="server name shown to clients (default: the file name)")
+    serve.add_argument("--max-model-calls", type=int, default=200, metavar="N", help="per tool call")
+    serve.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per model call")
+    config = actions.add_parser(
+        "config",
+        help="print the Claude Desktop `mcpServers` entry for the program",
+        description="Print the mcpServers entry to paste into claude_desktop_config.json.",
+    )
+    config.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb or .md program")
+    config.add_argument("--name", help="the server's key in mcpServers (default: the file name)")
+    config.add_argument("--model", "-m", help="model the server uses (added as --model)")
+    config.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]",
+        help="environment for the server (API keys...); a bare KEY copies its current value (repeatable)",
+    )
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run `pal mcp serve` or `pal mcp config`; the exit status."""
+    if args.mcp_action == "config":
+        return _config(args)
+    if importlib.util.find_spec("mcp") is None:
+        print(f"error: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    return _serve(args)
+
+
+def _config(args: argparse.Namespace) -> int:
+    from mcp_bridge.config import claude_desktop_entry, parse_env
+
+    try:
+        entry = claude_desktop_entry(args.program, name=args.name, model=args.model, env=parse_env(args.env))
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(entry, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import asyncio
+    import logging
+
+    from pal_core.errors import PalError
+    from runtime.api import load
+    from runtime.program_run import RunLimits
+
+    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    problem = _option_problem(args, token)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="pal mcp: %(levelname)s: %(message)s"
+    )
+    try:
+        program = load(args.program)
+        model = _model(args.model)
+    except (PalError, OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    limits = RunLimits(max_model_calls=args.max_model_calls, model_timeout=args.timeout)
+    return asyncio.run(_serve_program(program, args, model=model, limits=limits, token=token))
+
+
+def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
+    if args.transport == "stdio" and args.token is not None:
+        return "--token applies to --transport http (stdio is private to the client that starts the server)"
+    if not 0 <= args.port <= 65535:
+        return f"--port must be between 0 and 65535, got {args.port}"
+    if args.max_model_calls < 0:
+        return f"--max-model-calls must not be negative, got {args.max_model_calls}"
+    if not args.timeout > 0:
+        return f"--timeout must be a positive number of seconds, got {args.timeout}"
+    if token is not None and not token.strip():
+        return "the bearer token is empty"
+    return None
+
+
+def _model(spec: str | None) -> Model | None:
+    from runtime.models.registry import MODEL_ENV, resolve_model
+
+    if spec is None and not os.environ.get(MODEL_ENV, "").strip():
+        return None  # no model: fast-path and Python playbooks still serve; a model step is a tool error
+    return resolve_model(spec)
+
+
+async def _serve_program(
+    program: Program, args: argparse.Namespace, *, model: Model | None, limits: RunLimits, token: str | None
+) -> int:
+    from mcp_bridge.server import PlaybookServer
+    from mcp_bridge.transports import serve_http, serve_stdio
+    from pal_core.errors import PalError
+
+    try:
+        async with PlaybookServer(program, name=args.name, model=model, limits=limits) as served:
+            names = ", ".join(served.tools) or "none"
+            if args.transport == "stdio":
+                _say(f"serving {len(served.tools)} tool(s) from {args.program} over stdio: {names}")
+                await serve_stdio(served)
+            else:
+                await serve_http(
+                    served,
+                    host=args.host,
+                    port=args.port,
+                    token=token,
+                    announce=lambda url: _say(f"serving {len(served.tools)} tool(s) at {url}: {names}"),
+                )
+    except PalError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:  # the port is taken, for instance
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _say(text: str) -> None:
+    print(f"pal mcp: {text}", file=sys.stderr, flush=True)
+
+
+HELP: dict[str, str] = {
+    "mcp": "serve a program's public playbooks over MCP, or print its Claude Desktop config"
+}
+ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"mcp": add_arguments}
+HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {"mcp": handle}

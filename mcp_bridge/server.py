@@ -1,0 +1,277 @@
+"""Serving a PAL program over MCP: every public playbook is a tool.
+
+    async with PlaybookServer(program, model=model) as served:
+        async with mcp.Client(served.mcp_server) as client:      # in process; or serve_stdio / serving_http
+            result = await client.call_tool("Add", {"a": 1, "b": 2})
+
+A call checks its arguments against the tool's input schema, runs the playbook (mcp_bridge.host), sends a
+progress notification per executed step when the client asked for progress, and answers with the result
+as text plus structured content `{"result": ...}` when the playbook declares a return type. Whatever
+fails inside the call (bad arguments, a model that keeps breaking the contract, a Python playbook that
+raises, a playbook waiting for a user) comes back as a tool error (`isError`) with a clear message; the
+traceback goes to the server's log, never to the client, and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+
+from mcp_bridge.host import CallOutcome, PlaybookHost
+from mcp_bridge.schema import RESULT_KEY, json_value, returns_value, schema_problems
+from mcp_bridge.tools import PlaybookTool
+from pal_core.errors import PalError
+from pal_core.ir import Program
+from runtime.errors import InputExhausted
+from runtime.models.base import Model, ModelError
+from runtime.program_run import RunLimits
+from runtime.trace import TraceEvent
+from runtime.values import coerce
+
+logger = logging.getLogger(__name__)
+
+ProgressReport = Callable[[float, float | None, str | None], Awaitable[None]]
+"""Sends one progress notification: (progress, total, message)."""
+
+
+def server_name(program: Program) -> str:
+    """The name a served program goes by: its file name without suffix, else its first agent's name."""
+    if program.source:
+        return Path(program.source).stem
+    return program.agents[0].name if program.agents else "pal"
+
+
+def _package_version() -> str:
+    try:
+        return version("pal-bridge")
+    except PackageNotFoundError:
+        return "0"
+
+
+class PlaybookServer:
+    """A program's public playbooks as an MCP server (`mcp_server`), usable once entered."""
+
+    def __init__(
+        self,
+        program: Program,
+        *,
+        model: Model | None = None,
+        limits: RunLimits | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.program = program
+        self.name = name or server_name(program)
+        self.host = PlaybookHost(program, model=model, limits=limits)
+        self._listed: list[types.Tool] = []
+        self._server: Server[Any] | None = None
+
+    async def __aenter__(self) -> PlaybookServer:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Load the program's agents, connect its remote agents and build the tool list."""
+        tools = await self.host.open()
+        self._listed = [_listing(tool) for tool in tools.values()]
+        self._server = Server(
+            self.name,
+            version=_package_version(),
+            instructions=_instructions(self.program),
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            get_tool_input_schema=self._input_schema,
+        )
+
+    async def close(self) -> None:
+        """Stop the shared run and remote agents; idempotent."""
+        await self.host.close()
+
+    @property
+    def mcp_server(self) -> Server[Any]:
+        """The low-level MCP server (for `mcp.Client(...)` in process, stdio or HTTP)."""
+        if self._server is None:
+            raise RuntimeError("open the PlaybookServer (async with) before using its MCP server")
+        return self._server
+
+    @property
+    def tools(self) -> Mapping[str, PlaybookTool]:
+        """The tools, by name."""
+        return self.host.tools
+
+    # --- MCP handlers --------------------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=self._listed)
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.host.tools.get(name)
+        return tool.input_schema if tool is not None else None
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        # Always wired: report_progress does nothing when the client did not ask for progress, and an
+        # in-process client asks through a callback that leaves no token in the request to look at.
+        return await self.call(params.name, params.arguments, report=ctx.session.report_progress)
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any] | None, *, report: ProgressReport | None = None
+    ) -> types.CallToolResult:
+        """Run one tool call to its MCP result. `report(progress, total, message)` is awaited per executed
+        step when given. Cancellation propagates (the run is shut down on the way out)."""
+        tool = self.host.tools.get(name)
+        if tool is None:
+            offered = ", ".join(sorted(self.host.tools)) or "none"
+            return tool_error(f"Unknown tool: {name} (this server offers: {offered})")
+        arguments = dict(arguments or {})
+        problems = schema_problems(arguments, tool.input_schema)
+        if problems:
+            return tool_error(f"{tool.name}: invalid arguments: {'; '.join(problems)}")
+        try:
+            if report is None:
+                outcome = await self.host.call(tool, arguments)
+            else:
+                outcome = await _call_with_progress(self.host, tool, arguments, report)
+        except InputExhausted:
+            return tool_error(
+                f"{tool.name} stopped: {tool.qualified_name} waits for user input, and a tool call has no user "
+                "to ask; give what it asks for as arguments, or serve a playbook that does not wait"
+            )
+        except (PalError, ModelError) as error:
+            logger.info("tool %s failed: %s", tool.name, error)
+            return tool_error(f"{tool.name} failed: {error}")
+        except Exception as error:  # a bug in a playbook's Python or in ours: report it, keep serving
+            logger.exception("tool %s raised", tool.name)
+            return tool_error(f"{tool.name} failed: {type(error).__name__}: {error}")
+        return tool_result(tool, outcome)
+
+
+async def _call_with_progress(
+    host: PlaybookHost, tool: PlaybookTool, arguments: dict[str, Any], report: ProgressReport
+) -> CallOutcome:
+    """Run a call, reporting each executed step; every report is sent before the result."""
+    progress = _ProgressForwarder(report, tool.name)
+    try:
+        outcome = await host.call(tool, arguments, listener=progress.on_event)
+        await progress.finish()
+        return outcome
+    finally:
+        progress.cancel()
+
+
+class _ProgressForwarder:
+    """Turns `step` trace events (delivered synchronously) into awaited progress reports, in order.
+
+    The sending task is started on the first step only, so a call that executes no steps (a Python
+    playbook) pays nothing for progress.
+    """
+
+    def __init__(self, report: ProgressReport, tool_name: str) -> None:
+        self._report = report
+        self._tool_name = tool_name
+        self._pending: deque[str] = deque()
+        self._sent = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def on_event(self, event: TraceEvent) -> None:
+        if event.event != "step":
+            return
+        self._pending.append(_step_message(event))
+        # A task that has returned is done at once, so a step is never left behind between two senders.
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(
+                self._send(), name=f"progress of {self._tool_name}"
+            )
+
+    async def _send(self) -> None:
+        while self._pending:
+            message = self._pending.popleft()
+            self._sent += 1
+            try:
+                await self._report(self._sent, None, message)
+            except Exception as error:  # a client that stopped listening must not fail the call
+                logger.debug("progress for %s not sent: %r", self._tool_name, error)
+
+    async def finish(self) -> None:
+        """Wait until every step so far has been reported."""
+        if self._task is not None:
+            await self._task
+
+    def cancel(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+
+def _step_message(event: TraceEvent) -> str:
+    """`Calculator.Double:02:CND condition holds`: where the step is, and what it did."""
+    where = ":".join(part for part in (f"{event.agent}.{event.playbook}", event.line, event.opcode) if part)
+    return f"{where} {event.detail}" if event.detail else where
+
+
+# --- results -----------------------------------------------------------------------------------------
+
+
+def tool_error(message: str) -> types.CallToolResult:
+    """A tool error the client (and its model) can read."""
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def tool_result(tool: PlaybookTool, outcome: CallOutcome) -> types.CallToolResult:
+    """The MCP result of a finished call: the return value as text (and as structured content when the
+    playbook declares a return type), then what the playbook said to the user."""
+    said = [types.TextContent(text=text) for text in outcome.said]
+    playbook = tool.playbook
+    if returns_value(playbook):
+        data = json_value(coerce(outcome.value, playbook.returns))
+        problems = schema_problems(data, (tool.output_schema or {})["properties"][RESULT_KEY], "result")
+        if problems:
+            return tool_error(
+                f"{tool.name} returned a value that does not match its declared return type "
+                f"{playbook.returns}: {'; '.join(problems)}"
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(text=_text(data)), *said], structured_content={RESULT_KEY: data}
+        )
+    if outcome.value is None:
+        return types.CallToolResult(content=said)
+    return types.CallToolResult(content=[types.TextContent(text=_text(json_value(outcome.value))), *said])
+
+
+def _text(data: Any) -> str:
+    return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+
+
+def _listing(tool: PlaybookTool) -> types.Tool:
+    return types.Tool(
+        name=tool.name,
+        title=tool.qualified_name,
+        description=tool.description,
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+    )
+
+
+def _instructions(program: Program) -> str | None:
+    lines = [
+        f"{agent.name}: {agent.description.strip()}"
+        for agent in program.agents
+        if agent.metadata.remote is None and agent.description.strip()
+    ]
+    return "\n".join(lines) or None

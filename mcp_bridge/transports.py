@@ -1,0 +1,183 @@
+"""Serving a PlaybookServer over stdio or streamable HTTP.
+
+HTTP binds 127.0.0.1 unless told otherwise; on a loopback address the SDK's DNS-rebinding protection is
+on (only loopback Host and Origin headers are accepted). With a token, every HTTP request must carry
+`Authorization: Bearer <token>`; others get 401 before reaching MCP. The listening socket is bound before
+the server starts, so the URL is known (port 0 picks a free port) and a client may connect at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from mcp_bridge.server import PlaybookServer
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+"""HTTP binds the loopback address unless told otherwise."""
+DEFAULT_PORT = 8000
+"""The HTTP port when none is given (MCP servers' usual default)."""
+MCP_PATH = "/mcp"
+"""The streamable HTTP endpoint path."""
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""Hosts only this machine can reach."""
+INVALID_REQUEST = -32600
+"""The JSON-RPC error code of a refused request."""
+GRACEFUL_SHUTDOWN = 5.0
+"""Seconds open HTTP requests get to finish when the server stops."""
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def serve_stdio(server: PlaybookServer) -> None:
+    """Serve MCP on this process's stdin/stdout until the client closes stdin. While serving, stray
+    prints of Python playbooks go to stderr (the SDK diverts fd 1), so they cannot corrupt the wire."""
+    from mcp.server.stdio import stdio_server
+
+    mcp_server = server.mcp_server
+    async with stdio_server() as (read_stream, write_stream):
+        await mcp_server.run(read_stream, write_stream, mcp_server.create_initialization_options())
+
+
+class BearerTokenGate:
+    """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` get 401."""
+
+    def __init__(self, app: App, token: str) -> None:
+        if not token:
+            raise ValueError("the bearer token must not be empty")
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = b""
+        for name, value in scope.get("headers") or ():
+            if name.lower() == b"authorization":
+                given = value
+                break
+        if hmac.compare_digest(given, self._expected):
+            await self.app(scope, receive, send)
+            return
+        reason = "no bearer token was given" if not given else "the bearer token is wrong"
+        # A JSON-RPC error body: MCP clients show its message (a bare 401 reaches users as "error response").
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": INVALID_REQUEST,
+                    "message": f"Unauthorized: this server needs `Authorization: Bearer <token>`; {reason}",
+                },
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="pal-mcp"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def http_app(server: PlaybookServer, *, host: str = DEFAULT_HOST, token: str | None = None) -> App:
+    """The ASGI app serving MCP at /mcp (behind the token gate when a token is given)."""
+    app: App = server.mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    return BearerTokenGate(app, token) if token else app
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, protocol)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{MCP_PATH}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpEndpoint:
+    """A running HTTP server."""
+
+    url: str
+    """The MCP endpoint, `http://127.0.0.1:PORT/mcp`."""
+    task: asyncio.Task[None]
+    """The task serving it; it ends when the server stops (Ctrl-C, or leaving `serving_http`)."""
+
+
+@asynccontextmanager
+async def serving_http(
+    server: PlaybookServer, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None
+) -> AsyncIterator[HttpEndpoint]:
+    """Serve over streamable HTTP while the block runs (port 0: a free port)."""
+    import uvicorn
+
+    sock = _listening_socket(host, port)
+    config = uvicorn.Config(
+        http_app(server, host=host, token=token),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN),
+    )
+    http = uvicorn.Server(config)
+    task = asyncio.create_task(http.serve(sockets=[sock]), name="MCP HTTP server")
+    try:
+        yield HttpEndpoint(url=_url(sock), task=task)
+    finally:
+        http.should_exit = True
+        try:
+            async with asyncio.timeout(GRACEFUL_SHUTDOWN * 2):
+                await asyncio.shield(task)
+        except TimeoutError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        sock.close()
+
+
+async def serve_http(
+    server: PlaybookServer,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve over streamable HTTP until stopped (Ctrl-C); `announce(url)` is called once listening."""
+    if token is None and host not in LOOPBACK_HOSTS:
+        logger.warning(
+            "serving on %s without --token: anyone who can reach this address can call the tools", host
+        )
+    async with serving_http(server, host=host, port=port, token=token) as endpoint:
+        if announce is not None:
+            announce(endpoint.url)
+        await asyncio.shield(endpoint.task)
