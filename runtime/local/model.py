@@ -6,8 +6,9 @@ The GGUF file is found with `importlib.util.find_spec` without importing `llm_sm
 `__init__` needs the `llm` CLI, which is not installed: the package is installed with --no-deps).
 The model is loaded on the first call and kept for the process; calls run one at a time (a llama.cpp
 context is not thread-safe) in a worker thread, so the event loop keeps running meanwhile. Every
-grammar is loaded by llama.cpp's own parser before sampling (see llama_grammar), and a request
-without a seed gets a fixed one: the same request gives the same answer in every process.
+grammar is loaded by llama.cpp's own parser before sampling (see llama_grammar), a request without
+a seed gets a fixed one, and every prompt is evaluated from scratch: the same request gives the same
+answer in every process, whatever was asked before.
 """
 
 from __future__ import annotations
@@ -203,6 +204,9 @@ class LocalEngine:
                     raise LocalGrammarError(f"{exc}\n--- grammar ---\n{grammar}") from exc
                 constraint = LlamaGrammar.from_string(grammar, verbose=False)
             started = time.perf_counter()
+            # Reusing the cached prompt prefix of the previous call changes how the prompt is batched and
+            # with it the last bits of the logits: the answer would depend on what was asked before.
+            llama.reset()
             try:
                 result = llama.create_chat_completion(
                     messages=[

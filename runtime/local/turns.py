@@ -157,8 +157,8 @@ class TurnSpec:
     """Types declared anywhere in the agent (`$x:int`), as the verifier knows them; they win over what
     the playbook's own text declares."""
     callees: tuple[Callee, ...] | None = None
-    """What a step with no call written may queue; None: every playbook of the agent and every public
-    playbook of the other agents."""
+    """What a step with no call written may queue; None: every other playbook of the agent and every
+    public playbook of the other agents."""
     triggers: tuple[StepRef, ...] | None = None
     """Triggers the answer may report as fired; None: every CND and EVT trigger of the agent."""
     limits: TurnLimits = TurnLimits()
@@ -253,7 +253,9 @@ class TurnPlan:
         )
         """Variables that exist now: what a call the answer chooses may pass as `$name`."""
         self.callees = (
-            spec.callees if spec.callees is not None else _default_callees(spec.program, self.agent)
+            spec.callees
+            if spec.callees is not None
+            else _default_callees(spec.program, self.agent, self.playbook.name)
         )
         self.triggers = spec.triggers if spec.triggers is not None else _default_triggers(self.agent)
 
@@ -421,10 +423,12 @@ def _variable_kinds(
     return kinds
 
 
-def _default_callees(program: Program, agent: Agent) -> tuple[Callee, ...]:
+def _default_callees(program: Program, agent: Agent, running: str) -> tuple[Callee, ...]:
+    # The running playbook is left out: a step in words that calls its own playbook is a slip, not a plan.
     callees = [
         Callee(name=playbook.name, parameters=tuple(parameter.name for parameter in playbook.parameters))
         for playbook in agent.playbooks
+        if playbook.name != running
     ]
     for other in program.agents:
         if other.name == agent.name:

@@ -216,7 +216,10 @@ def test_a_step_without_a_call_may_say_something_or_queue_a_known_callee() -> No
         '`Step["Greeting:06:RET"]` `Return[]` `Var[$__, "done"]`',
         "yld return",
     )
-    assert greeting.accepts(answer(*HEAD, '`Step["Greeting:04:QUE"]` `Greeting()`', tail))
+    assert greeting.accepts(answer(*HEAD, '`Step["Greeting:04:QUE"]` `Say("user", "One moment.")`', tail))
+    assert not greeting.accepts(answer(*HEAD, '`Step["Greeting:04:QUE"]` `Greeting()`', tail)), (
+        "no call to itself"
+    )
     assert not greeting.accepts(answer(*HEAD, '`Step["Greeting:04:QUE"]` `LookUpOrder()`', tail))
     known = grammar(
         SEED,
