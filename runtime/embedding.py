@@ -1,0 +1,557 @@
+"""Calling one playbook of a program many times from other Python code: framework nodes, tools, servers.
+
+`run_playbook` builds, starts and shuts down a whole `ProgramRun` for every call, which is right for one
+call and far too slow for a graph node invoked thousands of times. An `EmbeddedPlaybook` loads the program
+once and keeps one started run per event loop (made on the first call from that loop). Each call then
+gets an agent instance of its own from a small pool, with its state reset (variables, artifacts, session
+log, unread messages), and runs the playbook in a fresh execution context (its own call stack). Nothing a
+call sets is visible to the next call; concurrent calls never share an instance.
+
+What is shared by the calls of one run: the Python modules of the agent's python blocks (one per pooled
+instance, loaded once: module-level variables there live as long as the run), and the other agents of
+the program (started once; a playbook that calls `Other.Playbook` talks to the same `Other` every time).
+
+Per call, `RunLimits.max_model_calls` is the budget of that call (not of the run); model calls made by
+other agents outside any call (a message loop reacting to a message) share one budget of the same size
+for the run's lifetime. No trace is kept unless a `Tracer` is given (a long-lived tracer keeps every
+event: give one to debug, not in production). What the playbook says to the user is returned with the
+value (`CallOutcome.said_to_user`) and not kept anywhere else.
+
+Sync callers (`call_sync`): a thread that runs no event loop gets a loop of its own, kept for its later
+calls and run only while it calls (the run must outlive each call, which `asyncio.run` per call cannot
+give; and no thread hop, which costs ten times the call). A thread that already runs a loop cannot run
+another, so its calls go to a runner loop in a daemon thread while the calling loop waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import threading
+import weakref
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pal_core.ir import Agent, Playbook, Program
+from pal_core.messaging import Message
+from runtime.agent import AgentInstance
+from runtime.errors import CallError, ProgramError, ProgramExit
+from runtime.execution import Execution
+from runtime.humans import HumanInput, NoHuman
+from runtime.loader import load
+from runtime.models.base import Model, ModelRequest, ModelResponse
+from runtime.models.limits import CallLimiter, CallLimits
+from runtime.program_run import ProgramRun, RunLimits
+from runtime.state import Variables
+from runtime.trace import Tracer
+from runtime.triggers import TriggerWatcher
+
+__all__ = ["CallOutcome", "EmbeddedPlaybook", "resolve_playbook"]
+
+CLOSE_TIMEOUT = 30.0
+"""Seconds `close()` waits for the sync runner's run to shut down and its thread to end."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallOutcome:
+    """What one call of an embedded playbook produced."""
+
+    value: Any
+    """The playbook's return value (None when it returns nothing or yields exit)."""
+    said_to_user: tuple[str, ...] = ()
+    """What the playbook said to the user during the call (`Say(user, ...)`), in order."""
+
+
+def resolve_playbook(program: Program, agent: str | None, playbook: str | None) -> tuple[Agent, Playbook]:
+    """The agent and playbook a caller means.
+
+    `playbook` is `Playbook` or `Agent.Playbook`; `agent` names the agent (and must agree with a
+    qualified `playbook`). Without a playbook name: the agent's (or the program's) first BGN-triggered
+    playbook, else its first public one. CallError says what exists when nothing matches.
+    """
+    if playbook and "." in playbook:
+        qualifier, _, playbook = playbook.rpartition(".")
+        if agent is not None and agent != qualifier:
+            raise CallError(f"playbook {qualifier}.{playbook} is not in agent {agent}")
+        agent = qualifier
+    candidates = program.agents
+    if agent is not None:
+        chosen = program.agent(agent)
+        if chosen is None:
+            known = ", ".join(a.name for a in program.agents) or "none"
+            raise CallError(f"the program has no agent {agent} (agents: {known})")
+        candidates = (chosen,)
+    if playbook:
+        for candidate in candidates:
+            found = candidate.playbook(playbook)
+            if found is not None:
+                return candidate, found
+        where = f"agent {agent}" if agent is not None else "the program"
+        known = ", ".join(p.name for a in candidates for p in a.playbooks) or "none"
+        raise CallError(f"{where} has no playbook {playbook} (playbooks: {known})")
+    for wanted in (
+        lambda p: any(trigger.code == "BGN" for trigger in p.triggers),
+        lambda p: p.public,
+    ):
+        for candidate in candidates:
+            for found in candidate.playbooks:
+                if wanted(found):
+                    return candidate, found
+    where = f"agent {agent}" if agent is not None else "the program"
+    raise CallError(f"{where} has no BGN-triggered or public playbook to call; name one with playbook=")
+
+
+# --- model budget per call -------------------------------------------------------------------------
+
+_call_budget: contextvars.ContextVar[CallLimiter | None] = contextvars.ContextVar(
+    "pal_embedded_call_budget", default=None
+)
+
+
+class _PerCallBudgetModel:
+    """The run's model, counting each call against the budget of the embedded call it belongs to.
+
+    The run's own limiter keeps the per-call timeout and has no count limit; this wrapper applies the
+    count limit of `RunLimits.max_model_calls` per embedded call (found through a context variable), or
+    for the run's lifetime when no embedded call is current (another agent's message loop).
+    """
+
+    def __init__(self, inner: Model, lifetime_budget: CallLimiter) -> None:
+        self.inner = inner
+        """The model that answers."""
+        self.lifetime_budget = lifetime_budget
+        """The budget of model calls made outside any embedded call."""
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def prepare(self) -> None:
+        prepare = getattr(self.inner, "prepare", None)
+        if prepare is not None:
+            await prepare()
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        budget = _call_budget.get() or self.lifetime_budget
+        return await budget.complete(self.inner, request)
+
+
+class _EmbeddedRun(ProgramRun):
+    """A ProgramRun that skips building trace events when nobody reads them."""
+
+    def __init__(self, *args: Any, keep_trace: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._keep_trace = keep_trace
+
+    def trace(self, agent: AgentInstance | None, event: str, **fields: Any) -> None:
+        if self._keep_trace:
+            super().trace(agent, event, **fields)
+
+
+# --- one started run on one event loop -------------------------------------------------------------
+
+
+class _Session:
+    """The started run of an embedded playbook on one event loop, and its pool of agent instances."""
+
+    def __init__(self, run: _EmbeddedRun, agent: Agent) -> None:
+        self.run = run
+        self.agent = agent
+        self.free: list[AgentInstance] = []
+        """Pooled instances not in a call."""
+        self.pool_ids: set[str] = set()
+        """The ids of every pooled instance."""
+        self.watch_triggers = False
+        """Whether the agent has CND triggers the runtime checks itself (their watcher is re-installed on
+        the fresh variables of each call)."""
+
+    @classmethod
+    async def start(cls, run: _EmbeddedRun, agent: Agent) -> _Session:
+        """Start the run: its start-up agents, the agent's own instance, and every agent's message loop."""
+        session = cls(run, agent)
+        try:
+            await run.start()
+            # The agent's own instance, so that other agents reaching it by class name never land on a
+            # pooled instance in the middle of someone's call (pool instances are made after it).
+            if await run.agent_instance(agent.name) is None:  # pragma: no cover - the agent exists
+                raise ProgramError(f"agent {agent.name} could not be started")
+            run.start_loops()
+        except BaseException:
+            await run.shutdown()
+            raise
+        return session
+
+    async def checkout(self) -> AgentInstance:
+        """A pooled instance with fresh state, made if none is free."""
+        if self.free:
+            instance = self.free.pop()
+        else:
+            instance = await self.run.create_instance(self.agent)
+            self.pool_ids.add(instance.id)
+            self.watch_triggers = bool(TriggerWatcher(instance).watched)
+        await self._reset(instance)
+        return instance
+
+    def checkin(self, instance: AgentInstance) -> None:
+        self.free.append(instance)
+
+    async def _reset(self, instance: AgentInstance) -> None:
+        state = instance.state
+        # A new Variables object (not cleared in place): the python blocks' `agent.state` stays the same
+        # AgentState, so `agent.state.variables` reaches the fresh variables.
+        state.variables = Variables()
+        state.artifacts.clear()
+        state.session_log.entries.clear()
+        state.joined_meetings.clear()
+        instance.unread.clear()
+        instance.pending_triggers.clear()
+        if len(instance.inbox):
+            await instance.inbox.get_batch(min_messages=0)
+        if self.watch_triggers:
+            TriggerWatcher(instance).install()
+
+    async def take_said(self, instance: AgentInstance) -> tuple[str, ...]:
+        """What `instance` said to the user; messages of other agents to the user (nobody reads them in
+        an embedded run) are dropped so the human inbox does not grow."""
+        self.run.messages_to_user.clear()
+        inbox = self.run.human_inbox
+        if not len(inbox):
+            return ()
+        pool_ids = self.pool_ids
+        mine: list[Message] = await inbox.get_batch(
+            lambda message: message.sender_id == instance.id, min_messages=0
+        )
+        if len(inbox):
+            await inbox.get_batch(lambda message: message.sender_id not in pool_ids, min_messages=0)
+        return tuple(message.content for message in mine)
+
+
+# --- sync calls ------------------------------------------------------------------------------------
+
+_Sessions = dict[asyncio.AbstractEventLoop, "_Session | asyncio.Task[_Session]"]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+async def _shutdown_loop_work(session: _Session | asyncio.Task[_Session] | None) -> None:
+    """Shut a session's run down, then cancel and await whatever else is left on the loop."""
+    if isinstance(session, _Session):
+        await session.run.shutdown()
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+
+
+class _CallerLoop:
+    """An event loop owned by one calling thread and run only while that thread makes a call."""
+
+    def __init__(self, thread: threading.Thread) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = weakref.ref(thread)
+        self.lock = threading.Lock()
+        """Held while the loop runs, so closing (from any thread) never overlaps a call."""
+
+    def alive(self) -> bool:
+        thread = self.thread()
+        return thread is not None and thread.is_alive()
+
+    def run(self, make_call: Callable[[], Coroutine[Any, Any, CallOutcome]]) -> CallOutcome | None:
+        """The call's outcome, or None when the loop was closed meanwhile (the caller makes a new one)."""
+        with self.lock:
+            if self.loop.is_closed():
+                return None
+            return self.loop.run_until_complete(make_call())
+
+    def close(self, sessions: _Sessions, *, wait: bool) -> None:
+        """Shut the loop's session down and close the loop; from a thread that runs no loop. Without
+        `wait`, a loop in use is left alone."""
+        if not self.lock.acquire(blocking=wait):
+            return
+        try:
+            if self.loop.is_closed():
+                return
+            try:
+                self.loop.run_until_complete(_shutdown_loop_work(sessions.pop(self.loop, None)))
+                self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            finally:
+                self.loop.close()
+        finally:
+            self.lock.release()
+
+
+class _RunnerThread:
+    """An event loop in a daemon thread, for sync calls from threads that already run a loop."""
+
+    def __init__(self, name: str, sessions: _Sessions) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._sessions = sessions
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.run_until_complete(_shutdown_loop_work(self._sessions.pop(self.loop, None)))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def run(self, make_call: Callable[[], Coroutine[Any, Any, CallOutcome]]) -> CallOutcome:
+        future = asyncio.run_coroutine_threadsafe(make_call(), self.loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # an interrupted caller (KeyboardInterrupt) stops the call too
+            raise
+
+    def stop(self, timeout: float | None) -> None:
+        """Stop the loop (its thread then shuts the session down); wait up to `timeout` seconds (None:
+        do not wait)."""
+        try:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        except RuntimeError:  # already closed
+            return
+        if timeout is not None and threading.current_thread() is not self.thread:
+            self.thread.join(timeout)
+            if self.thread.is_alive():
+                raise TimeoutError(
+                    f"the runner thread {self.thread.name!r} did not stop within {timeout:g} s"
+                )
+
+
+class _SyncLoops:
+    """The event loops serving the sync calls of one embedded playbook.
+
+    A thread that runs no event loop gets a loop of its own, run only during its calls (no thread hop:
+    about 10 µs a call). A thread that already runs a loop cannot run a second one, so its calls go to a
+    runner loop in a daemon thread (a hop of about 100 µs) and block the caller until they end. The loop
+    of a thread that has ended is closed when the next thread's loop is made; `close` closes them all.
+    Holds no reference to the embedded playbook, so it can be its finalizer.
+    """
+
+    def __init__(self, name: str, sessions: _Sessions) -> None:
+        self._name = name
+        self._sessions = sessions
+        self._local = threading.local()
+        self._owned: list[_CallerLoop] = []
+        self._runner: _RunnerThread | None = None
+        self._lock = threading.Lock()
+
+    def run(self, make_call: Callable[[], Coroutine[Any, Any, CallOutcome]]) -> CallOutcome:
+        if _running_loop() is not None:
+            return self._runner_thread().run(make_call)
+        while True:
+            caller: _CallerLoop | None = getattr(self._local, "loop", None)
+            if caller is None or caller.loop.is_closed():
+                caller = self._new_caller_loop()
+            outcome = caller.run(make_call)
+            if outcome is not None:
+                return outcome
+
+    def _new_caller_loop(self) -> _CallerLoop:
+        caller = _CallerLoop(threading.current_thread())
+        with self._lock:
+            ended = [owned for owned in self._owned if not owned.alive()]
+            self._owned = [owned for owned in self._owned if owned.alive() and not owned.loop.is_closed()]
+            self._owned.append(caller)
+        for owned in ended:
+            owned.close(self._sessions, wait=True)
+        self._local.loop = caller
+        return caller
+
+    def _runner_thread(self) -> _RunnerThread:
+        with self._lock:
+            if self._runner is None or self._runner.loop.is_closed():
+                self._runner = _RunnerThread(f"pal {self._name}", self._sessions)
+            return self._runner
+
+    def close(self, timeout: float | None = CLOSE_TIMEOUT) -> None:
+        """Close every loop (waiting for calls in progress) and stop the runner thread; `timeout=None`
+        (the finalizer) closes only loops not in use and does not wait for the runner."""
+        with self._lock:
+            owned, self._owned = self._owned, []
+            runner, self._runner = self._runner, None
+
+        def close_loops() -> None:
+            for caller in owned:
+                caller.close(self._sessions, wait=timeout is not None)
+
+        if _running_loop() is None:
+            close_loops()
+        else:  # run_until_complete cannot run on a thread that runs a loop
+            helper = threading.Thread(target=close_loops, name=f"pal {self._name} close", daemon=True)
+            helper.start()
+            helper.join(timeout)
+        if runner is not None:
+            runner.stop(timeout)
+
+
+# --- the embedded playbook -------------------------------------------------------------------------
+
+
+class EmbeddedPlaybook:
+    """One playbook of a program, callable many times (async or sync) without a new run per call."""
+
+    def __init__(
+        self,
+        program: Program | str | Path,
+        playbook: str | None = None,
+        *,
+        agent: str | None = None,
+        model: Model | str | None = None,
+        limits: RunLimits | None = None,
+        human: HumanInput | None = None,
+        tracer: Tracer | None = None,
+    ) -> None:
+        """`program` is a Program or a file; `playbook` (`Playbook` or `Agent.Playbook`) and `agent` pick
+        the playbook (default: the entry playbook, see `resolve_playbook`). `model` is a Model or a model
+        string (resolved now); without one, only playbooks the runtime executes alone can run. `limits`
+        apply per call; `human` answers a playbook that waits for the user (default: nobody, so waiting
+        raises InputExhausted); `tracer` records every event of every call (default: none kept)."""
+        self.program: Program = program if isinstance(program, Program) else load(program)
+        """The loaded program."""
+        self.agent, self.playbook = resolve_playbook(self.program, agent, playbook)
+        if isinstance(model, str):
+            from runtime.models.registry import resolve_model
+
+            model = resolve_model(model)
+        self.model: Model | None = model
+        """The model for steps the runtime cannot execute alone (None: no model)."""
+        self.limits: RunLimits = limits or RunLimits()
+        """The limits; `max_model_calls` applies to each call."""
+        self.human: HumanInput = human or NoHuman()
+        """Who answers when the playbook waits for the user."""
+        self.tracer = tracer
+        """Where events go (None: nowhere)."""
+        self._call_limits = CallLimits(max_calls=self.limits.max_model_calls)
+        self._sessions: _Sessions = {}
+        self._sessions_lock = threading.Lock()
+        self._sync = _SyncLoops(self.qualified_name, self._sessions)
+        weakref.finalize(self, self._sync.close, None)
+
+    @property
+    def qualified_name(self) -> str:
+        """`Agent.Playbook`."""
+        return f"{self.agent.name}.{self.playbook.name}"
+
+    def __repr__(self) -> str:
+        return f"EmbeddedPlaybook({self.qualified_name})"
+
+    # --- calls -------------------------------------------------------------------------------------
+
+    async def call(self, arguments: Mapping[str, Any]) -> CallOutcome:
+        """Run the playbook with `arguments` (parameter name -> value) on the running event loop.
+
+        User errors raise CallError or ProgramError (a wrong argument, a playbook that cannot run); failures
+        raise RunError (PlaybookFailed when Python raised) or ModelError.
+        """
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if not isinstance(session, _Session):
+            session = await self._session(loop)
+        instance = await session.checkout()
+        token = _call_budget.set(CallLimiter(self._call_limits)) if self.model is not None else None
+        try:
+            playbook = instance.playbooks[self.playbook.name]
+            try:
+                value = await Execution(instance).execute(playbook, [], dict(arguments))
+            except ProgramExit:
+                value = None  # the program ended: the call is over and returned nothing
+            return CallOutcome(value=value, said_to_user=await session.take_said(instance))
+        finally:
+            if token is not None:
+                _call_budget.reset(token)
+            session.checkin(instance)
+
+    def call_sync(self, arguments: Mapping[str, Any]) -> CallOutcome:
+        """`call` from synchronous code. A thread without an event loop runs the call on a loop of its own
+        (kept for its next calls); inside a running loop the call runs in a runner thread and the calling
+        loop waits (blocked) for it."""
+        return self._sync.run(lambda: self.call(arguments))
+
+    # --- sessions ----------------------------------------------------------------------------------
+
+    async def _session(self, loop: asyncio.AbstractEventLoop) -> _Session:
+        with self._sessions_lock:
+            entry = self._sessions.get(loop)
+            if entry is None:
+                for other in [other for other in self._sessions if other.is_closed()]:
+                    del self._sessions[other]
+                # An empty context: the agents' message loops must not inherit the first caller's context.
+                entry = loop.create_task(self._start_session(), context=contextvars.Context())
+                self._sessions[loop] = entry
+        if isinstance(entry, _Session):
+            return entry
+        try:
+            session = await asyncio.shield(entry)
+        except BaseException:
+            if entry.done():
+                with self._sessions_lock:
+                    if self._sessions.get(loop) is entry:
+                        del self._sessions[loop]  # the next call tries again
+            raise
+        with self._sessions_lock:
+            if self._sessions.get(loop) is entry:
+                self._sessions[loop] = session
+        return session
+
+    async def _start_session(self) -> _Session:
+        limits = dataclasses.replace(self.limits, max_model_calls=None)
+        model: Model | None = None
+        if self.model is not None:
+            model = _PerCallBudgetModel(self.model, CallLimiter(self._call_limits))
+        run = _EmbeddedRun(
+            self.program,
+            model=model,
+            limits=limits,
+            human=self.human,
+            tracer=self.tracer,
+            keep_trace=self.tracer is not None,
+        )
+        return await _Session.start(run, self.agent)
+
+    # --- closing -----------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Shut down the run on the running event loop, and the loops of sync calls (`close`). Calls after
+        this start new runs."""
+        loop = asyncio.get_running_loop()
+        with self._sessions_lock:
+            entry = self._sessions.pop(loop, None)
+        if isinstance(entry, asyncio.Task):
+            try:
+                entry = await asyncio.shield(entry)  # a run still starting is let start, then shut down
+            except Exception:  # it failed to start: nothing to shut down
+                entry = None
+        if entry is not None:
+            await entry.run.shutdown()
+        await asyncio.to_thread(self.close)
+
+    def close(self) -> None:
+        """Shut down the runs of sync calls and close their loops (waiting up to CLOSE_TIMEOUT seconds for
+        calls in progress). Runs on other event loops are shut down by `await aclose()` on those loops."""
+        self._sync.close(CLOSE_TIMEOUT)
+
+    def __enter__(self) -> EmbeddedPlaybook:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> EmbeddedPlaybook:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
