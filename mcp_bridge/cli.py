@@ -146,6 +146,11 @@ async def _serve_program(
     try:
         async with PlaybookServer(program, name=args.name, model=model, limits=limits) as served:
             names = ", ".join(served.tools) or "none"
+            if not served.tools:
+                _say(
+                    "warning: no public playbook to serve; mark playbooks `public: true` (metadata) or "
+                    "`@playbook(public=True)`"
+                )
             if args.transport == "stdio":
                 _say(f"serving {len(served.tools)} tool(s) from {args.program} over stdio: {names}")
                 await serve_stdio(served)

@@ -2,7 +2,8 @@
 
 By default every call runs in a fresh run of the program (`state: fresh`): new agent instances, new
 variables, Python blocks loaded anew, as `runtime.api.run_playbook` does, so calls cannot see each
-other. A program that wants its agents to remember across calls says so in its front matter:
+other. To keep that cost off each call's latency, the next run is started while the server waits for
+the next request, and a finished run is shut down after its result has gone out. A program that wants its agents to remember across calls says so in its front matter:
 
     ---
     mcp:
@@ -20,6 +21,7 @@ A pooled connection whose server went away is reopened on the next call that nee
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,10 +39,12 @@ from runtime.program_run import ProgramRun, RunLimits
 from runtime.remote import RemoteConnection, RemoteTool, connector_for, playbook_for_tool
 from runtime.trace import TraceEvent, Tracer
 
+logger = logging.getLogger(__name__)
+
 STATE_MODES = ("fresh", "shared")
 """How agent state lives across calls: a fresh run per call, or one run shared by all calls."""
 SHUTDOWN_TIMEOUT = 30.0
-"""Seconds a run's shutdown may take after a call (it runs even when the call was cancelled)."""
+"""Seconds a run's shutdown may take (it runs even when the call was cancelled)."""
 
 StepListener = Callable[[TraceEvent], None]
 """Called with every trace event of a call (the server turns `step` events into progress)."""
@@ -130,16 +134,19 @@ async def _close_quietly(connection: RemoteConnection) -> None:
 
 
 class _Borrowed:
-    """A pooled connection lent to one run: the run's shutdown must not close it."""
+    """A remote agent's pooled connection as one run sees it: looked up at every call (so a run started
+    before its server died uses the reopened connection), and never closed by the run."""
 
-    def __init__(self, connection: RemoteConnection) -> None:
-        self._connection = connection
+    def __init__(self, pool: RemotePool, agent: Agent) -> None:
+        self._pool = pool
+        self._agent = agent
 
     async def list_tools(self) -> list[RemoteTool]:
-        return await self._connection.list_tools()
+        return (await self._pool.get(self._agent))[1]
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
-        return await self._connection.call_tool(name, arguments)
+        connection, _ = await self._pool.get(self._agent)
+        return await connection.call_tool(name, arguments)
 
     async def close(self) -> None:
         return None
@@ -154,11 +161,85 @@ class ServedRun(ProgramRun):
 
     async def _connect_remote(self, instance: AgentInstance) -> None:
         # Replaces ProgramRun's own connecting: same registration of tools, from the pool.
-        connection, tools = await self._pool.get(instance.ir)
-        instance.remote = _Borrowed(connection)
+        _, tools = await self._pool.get(instance.ir)
+        instance.remote = _Borrowed(self._pool, instance.ir)
         for tool in tools:
             instance.playbooks[tool.name] = playbook_for_tool(tool)
         self.trace(instance, "agent", detail=f"remote agent {instance.klass}: {len(tools)} tool(s) (pooled)")
+
+
+class FreshRuns:
+    """Fresh runs for `state: fresh` calls, kept off the latency path: one run is started ahead of time
+    (while the server waits for the next request), and a run whose call succeeded is shut down after the
+    result has gone out. A failed or cancelled call's run is shut down before the call returns."""
+
+    def __init__(self, make: Callable[[], ServedRun]) -> None:
+        self._make = make
+        self._spare: asyncio.Task[ServedRun] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    async def take(self) -> ServedRun:
+        """A started run no call has used."""
+        spare, self._spare = self._spare, None
+        if spare is not None and not spare.done():
+            self._spare = spare  # still starting: the next call will have it
+        elif spare is not None and not spare.cancelled() and spare.exception() is None:
+            self._refill()
+            return spare.result()
+        # No spare, or it failed to start (starting again here raises the same error to this caller).
+        run = await self._started()
+        self._refill()
+        return run
+
+    async def _started(self) -> ServedRun:
+        run = self._make()
+        try:
+            await run.start()
+            run.start_loops()
+        except BaseException:
+            await _shut_down(run)
+            raise
+        return run
+
+    def _refill(self) -> None:
+        if self._spare is None and not self._closed:
+            self._spare = asyncio.get_running_loop().create_task(self._started(), name="spare run")
+
+    def release(self, run: ServedRun) -> None:
+        """Shut a finished run down in the background."""
+        task = asyncio.get_running_loop().create_task(_shut_down_quietly(run), name="run shutdown")
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    async def discard(self, run: ServedRun) -> None:
+        """Shut a run down now, even while the caller is being cancelled."""
+        await _shut_down(run)
+
+    async def close(self) -> None:
+        """Shut down the spare and every run still stopping; idempotent."""
+        self._closed = True
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.cancel()
+            outcome = (await asyncio.gather(spare, return_exceptions=True))[0]
+            if isinstance(outcome, ServedRun):
+                await _shut_down(outcome)
+        if self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
+
+
+async def _shut_down(run: ProgramRun) -> None:
+    # Shielded: agent tasks and borrowed connections must not outlive a cancelled call.
+    with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
+        await run.shutdown()
+
+
+async def _shut_down_quietly(run: ProgramRun) -> None:
+    try:
+        await _shut_down(run)
+    except Exception:  # nobody awaits a background shutdown: log it rather than lose it
+        logger.exception("shutting down a finished run failed")
 
 
 class PlaybookHost:
@@ -175,6 +256,7 @@ class PlaybookHost:
         self._pool = RemotePool()
         self._shared: ServedRun | None = None
         self._shared_lock = asyncio.Lock()
+        self._fresh = FreshRuns(lambda: self._new_run(Tracer()))
 
     async def open(self) -> Mapping[str, PlaybookTool]:
         """Connect remote agents, load every local agent once (so a broken Python block fails here, not at
@@ -198,7 +280,8 @@ class PlaybookHost:
         return self.tools
 
     async def close(self) -> None:
-        """Stop the shared run (if any) and close remote connections; idempotent."""
+        """Stop the runs (spare, shared, still stopping) and close remote connections; idempotent."""
+        await self._fresh.close()
         shared, self._shared = self._shared, None
         if shared is not None:
             await shared.shutdown()
@@ -221,10 +304,10 @@ class PlaybookHost:
         ModelError for failures the caller reports, InputExhausted when it waits for a user)."""
         if self.mode == "shared":
             return await self._call_shared(tool, arguments, listener)
-        run = self._new_run(Tracer(listeners=(listener,) if listener is not None else ()))
+        run = await self._fresh.take()
+        if listener is not None:
+            run.tracer.listeners.append(listener)
         try:
-            await run.start()
-            run.start_loops()
             instance = await _instance(run, tool)
             try:
                 value = await Execution(instance).execute(
@@ -232,11 +315,14 @@ class PlaybookHost:
                 )
             except ProgramExit:
                 value = None  # `yld exit` ends the call; what was said is its output
-            return CallOutcome(value=value, said=list(run.messages_to_user))
-        finally:
-            # Also after a cancelled call: agent tasks and borrowed connections must not outlive it.
-            with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
-                await run.shutdown()
+        except BaseException:
+            await self._fresh.discard(run)
+            raise
+        if listener is not None:
+            run.tracer.listeners.remove(listener)
+        outcome = CallOutcome(value=value, said=list(run.messages_to_user))
+        self._fresh.release(run)
+        return outcome
 
     async def _call_shared(
         self, tool: PlaybookTool, arguments: Mapping[str, Any], listener: StepListener | None

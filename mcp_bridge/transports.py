@@ -12,9 +12,10 @@ import asyncio
 import hmac
 import json
 import logging
+import signal
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,8 @@ LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 """Hosts only this machine can reach."""
 INVALID_REQUEST = -32600
 """The JSON-RPC error code of a refused request."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+"""Signals that stop `serve_http` gracefully."""
 GRACEFUL_SHUTDOWN = 5.0
 """Seconds open HTTP requests get to finish when the server stops."""
 
@@ -141,6 +144,12 @@ async def serving_http(
     """Serve over streamable HTTP while the block runs (port 0: a free port)."""
     import uvicorn
 
+    class QuietServer(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # Signals belong to the program embedding the server (serve_http handles Ctrl-C itself).
+            yield
+
     sock = _listening_socket(host, port)
     config = uvicorn.Config(
         http_app(server, host=host, token=token),
@@ -149,7 +158,7 @@ async def serving_http(
         lifespan="on",
         timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN),
     )
-    http = uvicorn.Server(config)
+    http = QuietServer(config)
     task = asyncio.create_task(http.serve(sockets=[sock]), name="MCP HTTP server")
     try:
         yield HttpEndpoint(url=_url(sock), task=task)
@@ -172,12 +181,25 @@ async def serve_http(
     token: str | None = None,
     announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve over streamable HTTP until stopped (Ctrl-C); `announce(url)` is called once listening."""
+    """Serve over streamable HTTP until SIGINT (Ctrl-C) or SIGTERM, then stop gracefully; `announce(url)`
+    is called once listening."""
     if token is None and host not in LOOPBACK_HOSTS:
         logger.warning(
             "serving on %s without --token: anyone who can reach this address can call the tools", host
         )
-    async with serving_http(server, host=host, port=port, token=token) as endpoint:
-        if announce is not None:
-            announce(endpoint.url)
-        await asyncio.shield(endpoint.task)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signal_number in STOP_SIGNALS:
+        loop.add_signal_handler(signal_number, stop.set)
+    try:
+        async with serving_http(server, host=host, port=port, token=token) as endpoint:
+            if announce is not None:
+                announce(endpoint.url)
+            stopping = asyncio.create_task(stop.wait())
+            try:
+                await asyncio.wait({stopping, endpoint.task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopping.cancel()
+    finally:
+        for signal_number in STOP_SIGNALS:
+            loop.remove_signal_handler(signal_number)

@@ -115,7 +115,7 @@ MALFORMED = [
     ({"a": "two", "b": 2}, 'Add: invalid arguments: a must be an integer, got string "two"'),
     ({"a": 1}, "Add: invalid arguments: b is required"),
     ({"a": 1, "b": 2, "c": 3}, "Add: invalid arguments: c is not a parameter (parameters: a, b)"),
-    ({"a": None, "b": [1]}, "a must be an integer, got null null; b must be an integer, got array [1]"),
+    ({"a": None, "b": [1]}, "a must be an integer, got null; b must be an integer, got array [1]"),
 ]
 
 
@@ -244,6 +244,32 @@ async def test_a_cancelled_call_stops_the_playbook_and_the_server_keeps_serving(
     assert echoed.structured_content == {"result": "still here"}
     assert marker.read_text() == "cancelled"
     assert agent_tasks("Toolbox") == []  # the cancelled call's run was shut down
+
+
+async def test_a_run_that_cannot_start_is_a_tool_error_and_later_calls_are_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with PlaybookServer(TOOLBOX) as served, Client(served.mcp_server) as client:
+        with anyio.fail_after(10):
+            assert not (await client.call_tool("Echo", {"text": "before"})).is_error
+            monkeypatch.setenv("PAL_TEST_TOOLBOX_BROKEN", "1")
+            # A run started ahead of time (before the variable was set) may still serve one call.
+            results = [await client.call_tool("Echo", {"text": "while broken"}) for _ in range(3)]
+            monkeypatch.delenv("PAL_TEST_TOOLBOX_BROKEN")
+            after = await client.call_tool("Echo", {"text": "after"})
+    failures = [text_of(result) for result in results if result.is_error]
+    assert failures, "no call ran under the broken load"
+    assert "the toolbox cannot load: PAL_TEST_TOOLBOX_BROKEN is set" in failures[-1]
+    assert results[-1].is_error
+    assert after.structured_content == {"result": "after"}
+
+
+async def test_no_agent_task_outlives_the_server() -> None:
+    async with PlaybookServer(TOOLBOX) as served, Client(served.mcp_server) as client:
+        with anyio.fail_after(10):
+            for word in ("a", "bb", "ccc"):
+                await client.call_tool("WordLength", {"word": word})
+    assert agent_tasks("Toolbox") == [] and agent_tasks("Helper") == []
 
 
 async def test_many_concurrent_calls_in_process_each_get_their_own_result() -> None:
