@@ -2,9 +2,9 @@
 
 The runtime finds `connect` through the entry point `pal_bridge.remote: mcp`. Metadata keys:
 
-- `transport`: `stdio` (with `command`, `args`, `env`), `http` (streamable HTTP, with `url`, `headers`),
-  `sse` (the older HTTP transport, `url`, `headers`) or `memory` (`url: memory://NAME`, a server this
-  process registered with `register_memory_server`). Without `transport`, a `command` means stdio and a
+- `transport`: `stdio` (with `command`, `args`, `env`, `cwd`), `http` (streamable HTTP, with `url`,
+  `headers`) or `memory` (`url: memory://NAME`, a server this process registered with
+  `register_memory_server`). Without `transport`, a `command` means stdio and a
   `url` means http (or memory for `memory://`).
 - `timeout`: seconds one tool call may take (default: no limit); `connect_timeout`: seconds to start the
   server and finish the handshake (default 60).
@@ -44,7 +44,7 @@ STDERR_TAIL_LINES = 20
 STDERR_TAIL_BYTES = 16_384
 """How much of the end of a server's stderr is read to find those lines."""
 
-TRANSPORTS = ("stdio", "http", "sse", "memory")
+TRANSPORTS = ("stdio", "http", "memory")
 """The transports a remote agent may name."""
 
 _MEMORY_SERVERS: dict[str, Any] = {}
@@ -79,7 +79,7 @@ class Endpoint:
     cwd: str | None
     """Working directory of the stdio server (`remote.cwd`), or None for the current one."""
     url: str | None
-    """The http/sse URL, or `memory://NAME`."""
+    """The http URL, or `memory://NAME`."""
     headers: Mapping[str, str]
     """HTTP headers sent with every request."""
     call_timeout: float | None
@@ -119,12 +119,12 @@ def endpoint_for(spec: RemoteSpec, agent_name: str) -> Endpoint:
         raise fail(f"unknown transport {spec.transport!r}; use one of {', '.join(TRANSPORTS)}")
     if transport == "stdio" and not command:
         raise fail("transport stdio needs `command` (the server executable) and optionally `args`")
-    if transport in ("http", "sse") and not (url and url.startswith(("http://", "https://"))):
+    if transport == "http" and not (url and url.startswith(("http://", "https://"))):
         raise fail(f"transport {transport} needs `url: http(s)://...`, got {spec.url!r}")
     if transport == "memory" and not (url and url.startswith("memory://")):
         raise fail(f"transport memory needs `url: memory://NAME`, got {spec.url!r}")
-    if spec.headers and transport not in ("http", "sse"):
-        raise fail(f"`headers` apply to the http and sse transports, not {transport}")
+    if spec.headers and transport != "http":
+        raise fail(f"`headers` apply to the http transport, not {transport}")
     timeout = spec.timeout
     if timeout is not None and (not math.isfinite(timeout) or timeout <= 0):
         raise fail(f"`timeout` must be a positive number of seconds, got {timeout!r}")
@@ -260,11 +260,6 @@ class McpConnection:
             )
             return stdio_client(parameters, errlog=self._stderr)
         import httpx2
-
-        if endpoint.transport == "sse":
-            from mcp.client.sse import sse_client
-
-            return sse_client(endpoint.url or "", headers=dict(endpoint.headers))
         from mcp.client.streamable_http import streamable_http_client
 
         http = await stack.enter_async_context(

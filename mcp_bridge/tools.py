@@ -13,7 +13,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from mcp_bridge.schema import JsonSchema, input_schema, output_schema
 from pal_core.ir import Playbook, PlaybookKind
@@ -93,15 +92,3 @@ def tools_by_name(tools: Iterable[PlaybookTool]) -> Mapping[str, PlaybookTool]:
             )
         found[tool.name] = tool
     return found
-
-
-def describe_tools(tools: Iterable[PlaybookTool]) -> list[dict[str, Any]]:
-    """A plain summary of the tools (name, playbook, parameters), for logs and `pal mcp config`."""
-    return [
-        {
-            "name": tool.name,
-            "playbook": tool.qualified_name,
-            "parameters": list(tool.input_schema["properties"]),
-        }
-        for tool in tools
-    ]

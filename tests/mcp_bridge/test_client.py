@@ -78,9 +78,9 @@ BAD_SPECS = [
     (_spec(transport="http", command="x"), "transport http needs `url: http(s)://...`, got None"),
     (
         _spec(transport="carrier-pigeon", url="http://x"),
-        "unknown transport 'carrier-pigeon'; use one of stdio, http",
+        "unknown transport 'carrier-pigeon'; use one of stdio, http, memory",
     ),
-    (_spec(command="x", headers={"A": "b"}), "`headers` apply to the http and sse transports, not stdio"),
+    (_spec(command="x", headers={"A": "b"}), "`headers` apply to the http transport, not stdio"),
     (_spec(command="x", timeout=0.0), "`timeout` must be a positive number of seconds, got 0.0"),
     (_spec(command="x", extra={"connect_timeout": "soon"}), "`connect_timeout` must be a positive number"),
     (_spec(url="memory:/x", transport="memory"), "transport memory needs `url: memory://NAME`"),
