@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import re
+import shlex
 import tempfile
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
@@ -88,9 +89,9 @@ class Endpoint:
     """Seconds to start the server and finish the handshake."""
 
     def describe(self) -> str:
-        """The server in words, for errors: `stdio server 'uvx mcp-server-time'`, `http server <url>`."""
+        """The server in words, for errors: stdio server `uvx mcp-server-time`, http server <url>."""
         if self.transport == "stdio":
-            return f"stdio server {' '.join([self.command or '', *self.args])!r}"
+            return f"stdio server `{shlex.join([self.command or '', *self.args])}`"
         return f"{self.transport} server {self.url}"
 
 
@@ -206,19 +207,24 @@ class McpConnection:
             async with asyncio.timeout(self.endpoint.connect_timeout):
                 await self._ready.wait()
         except TimeoutError:
-            await self.close()
-            raise RemoteCallError(
+            message = (
                 f"remote agent {self.endpoint.agent}: the {self.endpoint.describe()} did not finish the MCP "
                 f"handshake within {self.endpoint.connect_timeout:g} s (remote.connect_timeout)"
-                + self._stderr_tail()
-            ) from None
+            )
+            await self._stop()  # the process first, so its stderr is complete
+            tail = self._stderr_tail()
+            await self.close()
+            raise RemoteCallError(message + tail) from None
         if self._client is None:
             failure = self._failure
-            await self.close()
-            raise RemoteCallError(
+            message = (
                 f"remote agent {self.endpoint.agent}: cannot connect to the {self.endpoint.describe()}: "
-                f"{_describe_failure(failure)}" + self._stderr_tail()
-            ) from failure
+                f"{_describe_failure(failure)}"
+            )
+            await self._stop()
+            tail = self._stderr_tail()
+            await self.close()
+            raise RemoteCallError(message + tail) from failure
 
     async def _own(self) -> None:
         from mcp import Client
@@ -251,7 +257,8 @@ class McpConnection:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            self._stderr = stack.enter_context(tempfile.TemporaryFile("w+b"))  # noqa: SIM115
+            # Kept after the process ends (until close()) so errors can quote its last words.
+            self._stderr = tempfile.TemporaryFile("w+b")  # noqa: SIM115
             parameters = StdioServerParameters(
                 command=endpoint.command or "",
                 args=list(endpoint.args),
@@ -315,6 +322,12 @@ class McpConnection:
 
     async def close(self) -> None:
         """Leave the MCP session and stop a stdio server; idempotent."""
+        await self._stop()
+        stderr, self._stderr = self._stderr, None
+        if stderr is not None:
+            stderr.close()
+
+    async def _stop(self) -> None:
         self._closing.set()
         task = self._task
         if task is None or task.done():
@@ -377,7 +390,10 @@ def _describe_failure(error: BaseException | None) -> str:
     if isinstance(error, BaseExceptionGroup):
         return "; ".join(_describe_failure(inner) for inner in error.exceptions)
     from mcp import MCPError
+    from mcp_types import CONNECTION_CLOSED
 
+    if isinstance(error, MCPError) and error.code == CONNECTION_CLOSED:
+        return "the server closed the connection (did it exit?)"
     if isinstance(error, MCPError):
         return f"the server answered: {error.message}"
     text = str(error) or type(error).__name__

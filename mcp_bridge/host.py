@@ -3,7 +3,8 @@
 By default every call runs in a fresh run of the program (`state: fresh`): new agent instances, new
 variables, Python blocks loaded anew, as `runtime.api.run_playbook` does, so calls cannot see each
 other. To keep that cost off each call's latency, the next run is started while the server waits for
-the next request, and a finished run is shut down after its result has gone out. A program that wants its agents to remember across calls says so in its front matter:
+the next request, and a finished run is shut down after its result has gone out. A program that wants
+its agents to remember across calls says so in its front matter:
 
     ---
     mcp:
@@ -23,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -50,13 +51,13 @@ StepListener = Callable[[TraceEvent], None]
 """Called with every trace event of a call (the server turns `step` events into progress)."""
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallOutcome:
     """What a tool call produced."""
 
     value: Any
     """The playbook's return value (None when it returned nothing or yielded exit)."""
-    said: list[str] = field(default_factory=list)
+    said: tuple[str, ...] = ()
     """What the playbook said to the user, in order."""
 
 
@@ -320,7 +321,7 @@ class PlaybookHost:
             raise
         if listener is not None:
             run.tracer.listeners.remove(listener)
-        outcome = CallOutcome(value=value, said=list(run.messages_to_user))
+        outcome = CallOutcome(value=value, said=tuple(run.messages_to_user))
         self._fresh.release(run)
         return outcome
 
@@ -342,7 +343,7 @@ class PlaybookHost:
                     )
                 except ProgramExit:
                     value = None
-                return CallOutcome(value=value, said=run.messages_to_user[first_said:])
+                return CallOutcome(value=value, said=tuple(run.messages_to_user[first_said:]))
             finally:
                 if listener is not None:
                     run.tracer.listeners.remove(listener)

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from mcp_bridge.client import endpoint_for, register_memory_server, unregister_memory_server
+from mcp_bridge.client import connect, endpoint_for, register_memory_server, unregister_memory_server
 from mcp_bridge.server import PlaybookServer
 from mcp_bridge.transports import serving_http
 from pal_core.ir import PlaybookKind, RemoteSpec
@@ -24,6 +24,7 @@ from runtime.api import run_playbook
 from runtime.errors import PlaybookFailed, ProgramError
 from runtime.models import ScriptedModel
 from runtime.program_run import ProgramRun
+from runtime.remote import RemoteCallError
 from tests.mcp_bridge.helpers import MCP_FIXTURES, text_of
 
 pytestmark = pytest.mark.anyio
@@ -168,6 +169,31 @@ async def test_a_server_that_is_not_there_is_a_clear_program_error() -> None:
 
 
 # --- over stdio and HTTP, against pal mcp serve --------------------------------------------------------
+
+
+async def test_a_stdio_server_that_fails_to_start_is_reported_with_its_stderr() -> None:
+    failing = RemoteSpec(
+        type="mcp",
+        command=sys.executable,
+        args=("-c", "import sys; print('no config file at /etc/weather.toml', file=sys.stderr); sys.exit(4)"),
+    )
+    with anyio.fail_after(30), pytest.raises(RemoteCallError) as caught:
+        await connect(failing, "Weather")
+    message = str(caught.value)
+    assert message.startswith(
+        f"remote agent Weather: cannot connect to the stdio server `{sys.executable} -c "
+    )
+    assert "the server closed the connection (did it exit?)" in message
+    assert message.endswith("the server's last output on stderr:\n    | no config file at /etc/weather.toml")
+
+
+async def test_a_stdio_command_that_does_not_exist_is_named() -> None:
+    with anyio.fail_after(30), pytest.raises(RemoteCallError) as caught:
+        await connect(RemoteSpec(type="mcp", command="/nonexistent/mcp-server"), "Weather")
+    assert str(caught.value) == (
+        "remote agent Weather: cannot connect to the stdio server `/nonexistent/mcp-server`: "
+        "command not found: /nonexistent/mcp-server"
+    )
 
 
 @pytest.fixture
