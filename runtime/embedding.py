@@ -393,7 +393,8 @@ class _SyncLoops:
         else:  # run_until_complete cannot run on a thread that runs a loop
             helper = threading.Thread(target=close_loops, name=f"pal {self._name} close", daemon=True)
             helper.start()
-            helper.join(timeout)
+            if timeout is not None:
+                helper.join(timeout)
         if runner is not None:
             runner.stop(timeout)
 
