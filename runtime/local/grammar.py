@@ -20,9 +20,9 @@ reads) and only legal paths from the current line:
     yld return
 
 Steps follow the flow graph (pal_core.flow) edge by edge, at most `TurnPlan.budget` of them; the
-final `yld` is the one the last step calls for (its YLD target, `return` after RET, `call` after a
-queued call). A `trig?` line may name a real trigger, which ends the turn with `yld call`. Every
-free text has a length cap. The verifier still checks everything: the grammar makes violations
+final `yld` is the one the last step calls for (its YLD target; `return` after RET or where the
+playbook can end; `call` after a queued call, or to pause when the step budget is spent). A `trig?`
+line may name a real trigger, which ends the turn with `yld call`. Every free text has a length cap. The verifier still checks everything: the grammar makes violations
 rare, the verifier makes them harmless.
 """
 
@@ -68,7 +68,7 @@ class TurnGrammar:
 
 def build_turn_grammar(spec: TurnSpec) -> TurnGrammar:
     """The GBNF grammar of the next turn described by `spec`. Raises GrammarError when the spec names
-    something the program does not have or no legal path ends a turn."""
+    something the program does not have, or the turn would start on a step no answer can end."""
     plan = TurnPlan(spec)
     builder = _GrammarBuilder(plan)
     text = builder.build()

@@ -36,8 +36,8 @@ SPEECH = frozenset({"Say", "SendMessage"})
 
 
 class GrammarError(PalError):
-    """No turn grammar can be built: an unknown agent, playbook or line, or no path from the current
-    line reaches the end of a turn."""
+    """No turn grammar can be built: an unknown agent, playbook or line, or a turn that would start on
+    a step yielding to an unknown target (no answer can end there)."""
 
 
 class ValueKind(StrEnum):
