@@ -28,13 +28,13 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from mcp_bridge.host import CallOutcome, PlaybookHost
-from mcp_bridge.schema import RESULT_KEY, json_value, returns_value, schema_problems
 from mcp_bridge.tools import PlaybookTool
 from pal_core.errors import PalError
 from pal_core.ir import Program
 from runtime.errors import InputExhausted
 from runtime.models.base import Model, ModelError
 from runtime.program_run import RunLimits
+from runtime.schema import RESULT_KEY, json_value, returns_value, schema_problems
 from runtime.trace import TraceEvent
 from runtime.values import coerce
 

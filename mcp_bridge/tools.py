@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from mcp_bridge.schema import JsonSchema, input_schema, output_schema
 from pal_core.ir import Playbook, PlaybookKind
+from runtime.schema import JsonSchema, input_schema, output_schema
 
 SERVED_KINDS = frozenset({PlaybookKind.MARKDOWN, PlaybookKind.PYTHON})
 """The playbook kinds a server offers (remote tools are another server's)."""

@@ -7,9 +7,9 @@ Python playbooks. `json_schema_for_type` maps one such text to JSON Schema; anyt
 the subset of JSON Schema produced here, so arguments are refused with a message naming the argument
 before a playbook runs.
 
-This is the one PAL type -> JSON Schema mapping of the project, in the runtime so that every bridge can
-use it (imports only go down the layers): the MCP bridge for tool schemas, the LangGraph exporter for
-LangChain tool schemas and node arguments. It started as mcp_bridge/schema.py, whose text it is.
+It is the project's one PAL type -> JSON Schema mapping, kept in the runtime so every bridge can use it
+(imports only go down the layers): the MCP bridge for tool schemas, the LangGraph exporter for LangChain
+tool schemas and node arguments.
 """
 
 from __future__ import annotations
@@ -279,15 +279,13 @@ def schema_problems(value: Any, schema: Mapping[str, Any], where: str = "") -> l
         if any(not schema_problems(value, option, where) for option in options):
             return []
         kinds = " or ".join(_describe(option) for option in options)
-        return [f"{_label(where)} must be {kinds}, got {_json_type_name(value)} {_preview(value)}"]
+        return [f"{_label(where)} must be {kinds}, got {_got(value)}"]
     if "enum" in schema and value not in schema["enum"]:
         allowed = ", ".join(json.dumps(item) for item in schema["enum"])
         return [f"{_label(where)} must be one of {allowed}, got {_preview(value)}"]
     json_type = schema.get("type")
     if isinstance(json_type, str) and not _fits(value, json_type):
-        return [
-            f"{_label(where)} must be {_describe(schema)}, got {_json_type_name(value)} {_preview(value)}"
-        ]
+        return [f"{_label(where)} must be {_describe(schema)}, got {_got(value)}"]
     if isinstance(value, (list, tuple)):
         return _array_problems(value, schema, where)
     if isinstance(value, dict):
@@ -358,6 +356,13 @@ def _describe(schema: Mapping[str, Any]) -> str:
         "null": "null",
     }
     return names.get(json_type, "any value") if isinstance(json_type, str) else "any value"
+
+
+def _got(value: Any) -> str:
+    """`string "x"`, `integer 3`, `null`: what a value is, for messages."""
+    if value is None:
+        return "null"
+    return f"{_json_type_name(value)} {_preview(value)}"
 
 
 def _preview(value: Any, limit: int = 60) -> str:

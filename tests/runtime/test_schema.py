@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcp_bridge.schema import (
+from pal_core.ir import Parameter, Playbook
+from runtime.schema import (
     input_schema,
     json_schema_for_type,
     json_value,
@@ -15,7 +16,6 @@ from mcp_bridge.schema import (
     returns_value,
     schema_problems,
 )
-from pal_core.ir import Parameter, Playbook
 
 TYPES = [
     (None, {}),
