@@ -93,7 +93,7 @@ def _serve(args: argparse.Namespace) -> int:
     import logging
 
     from pal_core.errors import PalError
-    from runtime.api import load
+    from runtime.loader import load_valid
     from runtime.program_run import RunLimits
 
     token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
@@ -105,7 +105,9 @@ def _serve(args: argparse.Namespace) -> int:
         level=logging.WARNING, stream=sys.stderr, format="pal mcp: %(levelname)s: %(message)s"
     )
     try:
-        program = load(args.program)
+        program, warnings = load_valid(args.program)
+        for warning in warnings:
+            print(f"pal mcp: {warning.format(show_source=False)}", file=sys.stderr)
         model = _model(args.model)
     except (PalError, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -37,7 +37,7 @@ from runtime.execution import Execution
 from runtime.humans import NoHuman
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
-from runtime.remote import RemoteConnection, RemoteTool, connector_for, playbook_for_tool
+from runtime.remote import RemoteConnection, RemoteTool, connector_for
 from runtime.trace import TraceEvent, Tracer
 
 logger = logging.getLogger(__name__)
@@ -157,16 +157,12 @@ class ServedRun(ProgramRun):
     """A program run whose remote agents borrow the server's pooled connections."""
 
     def __init__(self, program: Program, *, pool: RemotePool, **options: Any) -> None:
-        super().__init__(program, **options)
+        super().__init__(program, remote_connector=self._borrow, **options)
         self._pool = pool
 
-    async def _connect_remote(self, instance: AgentInstance) -> None:
-        # Replaces ProgramRun's own connecting: same registration of tools, from the pool.
-        _, tools = await self._pool.get(instance.ir)
-        instance.remote = _Borrowed(self._pool, instance.ir)
-        for tool in tools:
-            instance.playbooks[tool.name] = playbook_for_tool(tool)
-        self.trace(instance, "agent", detail=f"remote agent {instance.klass}: {len(tools)} tool(s) (pooled)")
+    async def _borrow(self, agent: Agent) -> tuple[RemoteConnection, list[RemoteTool]]:
+        _, tools = await self._pool.get(agent)
+        return _Borrowed(self._pool, agent), tools
 
 
 class FreshRuns:

@@ -11,10 +11,12 @@ import hashlib
 import os
 from pathlib import Path
 
+from pal_core.errors import Diagnostic, Severity
 from pal_core.ir import Program
 from pal_core.parser import parse
 from pal_core.sources import MARKDOWN_SUFFIXES, load_program
 from pal_core.writer import write
+from runtime.errors import ProgramError
 
 COMPILER_CACHE_VERSION = "1"
 
@@ -45,3 +47,24 @@ def load(path: str | Path) -> Program:
     except OSError:
         pass  # a read-only home must not stop a run
     return program
+
+
+class InvalidProgram(ProgramError):
+    """A program the validator finds errors in: running it would fail. Carries every diagnostic."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        errors = [d for d in diagnostics if d.severity is Severity.ERROR]
+        lines = "\n".join(d.format(show_source=False) for d in errors)
+        super().__init__(f"{lines}\nthe program has {len(errors)} error(s); fix them before running")
+
+
+def load_valid(path: str | Path) -> tuple[Program, list[Diagnostic]]:
+    """Load a program and validate it: (program, warnings), or InvalidProgram when it has errors."""
+    from pal_core.validate import validate
+
+    program = load(path)
+    diagnostics = validate(program)
+    if any(d.severity is Severity.ERROR for d in diagnostics):
+        raise InvalidProgram(diagnostics)
+    return program, diagnostics

@@ -32,7 +32,7 @@ from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
 from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse
 from runtime.models.limits import CallLimiter, CallLimits
-from runtime.remote import connector_for, playbook_for_tool
+from runtime.remote import RemoteOpener, open_remote, playbook_for_tool
 from runtime.state import Frame
 from runtime.trace import Tracer
 from runtime.triggers import TriggerWatcher, check_message_triggers
@@ -97,6 +97,7 @@ class ProgramRun:
         meeting_timeouts: MeetingTimeouts = DEFAULT_MEETING_TIMEOUTS,
         grammar: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
         examples: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
+        remote_connector: RemoteOpener | None = None,
     ) -> None:
         self.program = program
         self.model = model
@@ -116,11 +117,13 @@ class ProgramRun:
         self._next_id = 1000
         self._grammar = grammar
         self._examples = examples
+        self._open_remote = remote_connector or open_remote
         self._tasks: list[asyncio.Task[None]] = []
         self._finished = asyncio.Event()
         self._result: RunResult | None = None
         self._busy: set[str] = set()
         self._started = False
+        self._driving = False
         self._creating: dict[str, asyncio.Future[AgentInstance]] = {}
         self.messages_to_user: list[str] = []
 
@@ -154,18 +157,14 @@ class ProgramRun:
         return instance
 
     async def _connect_remote(self, instance: AgentInstance) -> None:
-        spec = instance.ir.metadata.remote
-        if spec is None:
-            return
-        connector = connector_for(spec.type)
         try:
-            connection = await connector(spec, instance.klass)
-            tools = await connection.list_tools()
+            connection, tools = await self._open_remote(instance.ir)
         except ProgramError:
             raise
         except Exception as error:
+            kind = instance.ir.metadata.remote.type if instance.ir.metadata.remote else "?"
             raise ProgramError(
-                f"remote agent {instance.klass} ({spec.type}) could not connect: {error}"
+                f"remote agent {instance.klass} ({kind}) could not connect: {error}"
             ) from error
         instance.remote = connection
         for tool in tools:
@@ -184,6 +183,7 @@ class ProgramRun:
         except (ProgramError, RunError) as error:
             await self.shutdown()
             return self._finish_result("error", str(error), error)
+        self._driving = True
         for instance in list(self.instances.values()):
             self._spawn(instance)
         if not self._tasks:
@@ -235,7 +235,8 @@ class ProgramRun:
 
     def _set_idle(self, agent_id: str) -> None:
         self._busy.discard(agent_id)
-        if self._busy:
+        if self._busy or not self._driving:
+            # Only `run()` ends on idleness; when a caller drives single playbook calls, idle is normal.
             return
         pending = any(instance.inbox.peek(lambda _message: True) for instance in self.instances.values())
         if not pending:

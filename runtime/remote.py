@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
-from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, RemoteSpec
+from pal_core.ir import Agent, Metadata, Parameter, Playbook, PlaybookKind, RemoteSpec
 from runtime.errors import ProgramError
 
 ENTRY_POINT_GROUP = "pal_bridge.remote"
@@ -78,6 +78,25 @@ def connector_for(remote_type: str) -> RemoteConnector:
         f"no support for remote agents of type {remote_type!r} (known: {', '.join(known) or 'none'}); "
         "for MCP install the extra: pip install 'pal-bridge[mcp]'"
     )
+
+
+RemoteOpener = Callable[[Agent], Awaitable[tuple[RemoteConnection, list[RemoteTool]]]]
+"""Connects a remote agent and lists its tools; `ProgramRun(remote_connector=...)` can replace the default
+(the MCP server, for instance, lends every run one pooled connection per remote agent)."""
+
+
+async def open_remote(agent: Agent) -> tuple[RemoteConnection, list[RemoteTool]]:
+    """Connect a remote agent through the connector registered for its `remote.type`, and list its tools."""
+    spec = agent.metadata.remote
+    if spec is None:
+        raise ProgramError(f"agent {agent.name} is not a remote agent")
+    connection = await connector_for(spec.type)(spec, agent.name)
+    try:
+        tools = await connection.list_tools()
+    except BaseException:
+        await connection.close()
+        raise
+    return connection, tools
 
 
 _JSON_TYPES = {

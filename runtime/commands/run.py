@@ -53,16 +53,18 @@ def run_command(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace) -> int:
     from pal_core.messaging import TerminalStreamObserver
-    from runtime.api import bind_input, entry_playbook, load
+    from runtime.api import bind_input, entry_playbook
     from runtime.errors import InputExhausted
     from runtime.humans import ChainedHuman, ConsoleHuman, ScriptedHuman
+    from runtime.loader import load_valid
     from runtime.program_run import ProgramRun, RunLimits
     from runtime.trace import Tracer
 
     try:
-        program = load(args.program)
-        if not _valid(program, quiet=args.quiet):
-            return 2
+        program, warnings = load_valid(args.program)
+        if not args.quiet:
+            for warning in warnings:
+                print(warning.format(show_source=False), file=sys.stderr)
         model = _model(args.model)
         limits = RunLimits(
             max_model_calls=args.max_model_calls,
@@ -117,21 +119,6 @@ async def _run(args: argparse.Namespace) -> int:
         print(_message(result.error) if result.error else result.reason, file=sys.stderr)
         return 1
     return 3 if result.status == "needs_input" else 0
-
-
-def _valid(program: Any, *, quiet: bool) -> bool:
-    """Print the validator's findings; False when there is an error (the run would fail anyway)."""
-    from pal_core.errors import Severity
-    from pal_core.validate import validate
-
-    diagnostics = validate(program)
-    errors = [d for d in diagnostics if d.severity is Severity.ERROR]
-    for diagnostic in diagnostics:
-        if diagnostic.severity is Severity.ERROR or not quiet:
-            print(diagnostic.format(show_source=False), file=sys.stderr)
-    if errors:
-        print(f"error: the program has {len(errors)} error(s); fix them before running", file=sys.stderr)
-    return not errors
 
 
 def _model(spec: str | None) -> Any:

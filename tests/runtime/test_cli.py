@@ -174,3 +174,15 @@ def test_check_turn_summary(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert out.splitlines()[-1].startswith("40 parsed, 0 failed, ")
     assert "answer 19: ok:" in out  # the real answer that starts XY from line 01
+
+
+def test_run_refuses_a_program_with_validation_errors(tmp_path: Path, capsys) -> None:
+    program = tmp_path / "broken.pal"
+    program.write_text(
+        "# A\nB.\n\n## Main() -> None\n### Triggers\nT1:BGN At start\n### Steps\n01:JMP 07\n",
+        encoding="utf-8",
+    )
+    assert main(["run", str(program), "--no-input"]) == 2
+    err = capsys.readouterr().err
+    assert f"{program}:8:" in err and "PAL111" in err
+    assert "fix them before running" in err
