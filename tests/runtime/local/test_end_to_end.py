@@ -1,0 +1,79 @@
+"""Programs run end to end by the runtime on the real bundled model, with the turn grammar and the
+example turns, a fixed seed and a scripted human: every answer must pass the verifier the first time.
+
+These check the runtime against a real model, not scripted answers. What the 135M model says is not
+judged (it is weak); that the runtime and the grammar keep it on legal paths is."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+pytest.importorskip(
+    "llama_cpp", reason="the local model needs llama-cpp-python: pip install 'pal-bridge[local]'"
+)
+
+from pal_core.compiler import compile_markdown
+from pal_core.ir import Program
+from pal_core.parser import parse
+from runtime.humans import ScriptedHuman
+from runtime.local.hooks import turn_examples, turn_grammar
+from runtime.local.model import DEFAULT_MODEL, register_local_model
+from runtime.models import resolve_model
+from runtime.program_run import ProgramRun, RunLimits, RunResult
+from runtime.trace import Tracer
+from tests.conftest import CORPUS, FIXTURES
+
+pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.anyio]
+
+SEED = 7
+
+
+async def run_locally(program: Program, replies: list[str]) -> tuple[RunResult, Tracer]:
+    register_local_model()
+    tracer = Tracer()
+    run = ProgramRun(
+        program,
+        model=resolve_model(DEFAULT_MODEL),
+        human=ScriptedHuman(replies),
+        tracer=tracer,
+        limits=RunLimits(seed=SEED, max_model_calls=8, max_retries=0),
+        grammar=turn_grammar,
+        examples=turn_examples,
+    )
+    with anyio.fail_after(1800):  # a busy 2-core CI box needs minutes; a quiet one seconds
+        result = await run.run()
+    return result, tracer
+
+
+def _violations(tracer: Tracer) -> list[str]:
+    return [str(event.detail) for event in tracer.events if event.event == "violation"]
+
+
+async def test_hello_world_runs_to_its_exit() -> None:
+    program = parse((CORPUS / "hello-world_hello-world.pbasm").read_text(encoding="utf-8"))
+    result, tracer = await run_locally(program, [])
+    assert _violations(tracer) == []
+    assert result.status == "exit", result.reason
+    assert [event.line for event in tracer.steps()] == ["01", "02", "03", "04"]
+    assert len(result.messages_to_user) == 3
+
+
+async def test_the_personalized_greeting_asks_waits_and_exits() -> None:
+    program = parse((CORPUS / "02-personalized-greeting.pbasm").read_text(encoding="utf-8"))
+    result, tracer = await run_locally(program, ["Alice"])
+    assert _violations(tracer) == []
+    assert result.status == "exit", result.reason
+    assert [event.line for event in tracer.steps()] == ["01", "02", "03", "04", "05", "06"]
+    assert result.model_calls == 2
+
+
+async def test_the_seed_customer_support_program_follows_its_flow() -> None:
+    source = (FIXTURES / "pb" / "seed_customer_support.pb").read_text(encoding="utf-8")
+    program = compile_markdown(source, file="seed_customer_support.pb")
+    result, tracer = await run_locally(program, ["my order is lost", "12345678"])
+    assert _violations(tracer) == []
+    assert result.ok, result.reason
+    lines = [event.line for event in tracer.steps()]
+    assert lines[:3] == ["01", "02", "03"]
+    assert result.model_calls >= 2
