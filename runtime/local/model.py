@@ -147,6 +147,10 @@ class Generation:
     """Wall time of the call."""
 
 
+_GRAMMAR_SHOWN = 4000
+"""How much of a refused grammar an error message quotes."""
+
+
 class LocalEngine:
     """One GGUF model loaded by llama-cpp-python; answers one request at a time."""
 
@@ -201,7 +205,8 @@ class LocalEngine:
                     parse_gbnf(grammar)
                     check_grammar(vocabulary(self.path), grammar)
                 except GbnfError as exc:
-                    raise LocalGrammarError(f"{exc}\n--- grammar ---\n{grammar}") from exc
+                    shown = grammar if len(grammar) <= _GRAMMAR_SHOWN else grammar[:_GRAMMAR_SHOWN] + "\n..."
+                    raise LocalGrammarError(f"{exc}\n--- grammar ---\n{shown}") from exc
                 constraint = LlamaGrammar.from_string(grammar, verbose=False)
             started = time.perf_counter()
             # Reusing the cached prompt prefix of the previous call changes how the prompt is batched and
