@@ -40,7 +40,7 @@ $(INSPECTOR)/.installed:
 peers: $(TIME_SERVER)/bin/mcp-server-time $(INSPECTOR)/.installed
 
 demo: $(VENV)/.demo-installed
-	$(BIN)/pal run examples/customer_support.pb --no-input --message "where is my order?" --message "12345678"
+	$(BIN)/pal run examples/customer_support.pb --no-input --message "My order number is 12345678"
 
 test: $(VENV)/.test-installed peers
 	$(BIN)/ruff check .

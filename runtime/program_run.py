@@ -115,6 +115,12 @@ class ProgramRun:
             self.registry.add_stream_observer(observer)
         self.instances: dict[str, AgentInstance] = {}
         self._next_id = 1000
+        if grammar is None and examples is None and _takes_grammar(model):
+            # A model that decodes under a grammar (the bundled local model) gets the per-turn grammar
+            # and example turns built from the program; others get the plain prompt.
+            from runtime.local.hooks import turn_examples, turn_grammar
+
+            grammar, examples = turn_grammar, turn_examples
         self._grammar = grammar
         self._examples = examples
         self._open_remote = remote_connector or open_remote
@@ -381,3 +387,8 @@ class ProgramRun:
             agent_id=agent.id if agent is not None else "",
             **fields,
         )
+
+
+def _takes_grammar(model: Model | None) -> bool:
+    sends_grammar = getattr(model, "sends_grammar", None)
+    return callable(sends_grammar) and bool(sends_grammar())

@@ -179,8 +179,12 @@ class _ExampleWriter:
         diverged = avoid is None
         while True:
             line = path[-1]
-            # sorted() is stable: among equally quick lines, edge order decides.
-            choices = sorted(plan.next_lines(line, remaining), key=lambda target: plan.distance[target])
+            # Quickest first, but never into a retry loop's body: the small model copies the examples, and
+            # an example that retries teaches it to retry forever. sorted() is stable: edge order decides ties.
+            choices = sorted(
+                plan.next_lines(line, remaining),
+                key=lambda target: (self._enters_retry(line, target), plan.distance[target]),
+            )
             if not diverged and avoid is not None:
                 taken = avoid[len(path)] if len(path) < len(avoid) else None
                 others = [target for target in choices if target != taken]
@@ -195,6 +199,16 @@ class _ExampleWriter:
                 return tuple(path)
             path.append(choices[0])
             remaining -= 1
+
+    def _enters_retry(self, line: str, target: str) -> bool:
+        """Whether going from `line` to `target` enters the body of a CND that jumps back (a retry loop)."""
+        step = self.plan.steps[line]
+        if step.opcode != "CND" or not step.children or step.children[0].line != target:
+            return False
+        return any(
+            inner.opcode == "JMP" and inner.jump_target is not None and inner.jump_target <= step.line
+            for inner in step.walk()
+        )
 
     def _ends_naturally(self, line: str) -> bool:
         exit_ = self.plan.exits[line]
@@ -301,9 +315,55 @@ class _ExampleWriter:
         return _PLACEHOLDERS[kind]
 
     def _message(self, instruction: str) -> str:
-        """A Say message for the example: the step's instruction, variables by their names."""
+        """A Say message for the example: what an agent following the instruction would say (the small
+        model copies example messages, so an instruction copied verbatim would teach it to echo)."""
         message = _TYPED_VARIABLE.sub(lambda found: found.group(1).replace("_", " "), instruction).strip()
-        return _clip_string(message or "Hello", self.limits.say_chars)
+        return _clip_string(utterance(message) or "Hello!", self.limits.say_chars)
+
+
+_AUDIENCE = r"(?:the (?:user|visitor|customer|caller|player)s?|them|him|her)"
+_UTTERANCES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, re.IGNORECASE), replacement)
+    for pattern, replacement in (
+        (rf"^ask {_AUDIENCE} to try again\b.*", "Sorry, that did not work. Could you try again, please?"),
+        (rf"^ask {_AUDIENCE} (?:for|about) (?:their|his|her) (.+)", r"Could you tell me your \1, please?"),
+        (rf"^ask {_AUDIENCE} (?:for|about) (.+)", r"Could you tell me \1, please?"),
+        (rf"^ask {_AUDIENCE} (?:what|which|how|whether|if|when|where|who) (.+)", r"Could you tell me \1?"),
+        (r"^ask (?:for|about) (.+)", r"Could you tell me \1, please?"),
+        (rf"^greet {_AUDIENCE} by name\b.*", "Hello, nice to meet you!"),
+        (r"^introduce yourself as (?:the |a |an )?(.+)", r"Hello, I am the \1."),
+        (r"^introduce yourself\b.*", "Hello, let me introduce myself."),
+        (r"^(?:say goodbye|wish .* goodbye)\b.*", "Goodbye, and have a good day!"),
+        (r"^wish (?:them|the user) (.+)", r"I wish you \1."),
+        (rf"^(?:tell|show|give) {_AUDIENCE} (?:their|his|her) (.+)", r"Here is your \1."),
+        (rf"^(?:tell|inform|show|explain to|remind) {_AUDIENCE} (?:that )?(.+)", r"\1."),
+        (r"^(?:tell|explain|say)(?: in one sentence| briefly)? (?:that )?(.+)", r"\1."),
+        (r"^thank (?:the user|them)\b.*", "Thank you!"),
+    )
+)
+_GREETING = re.compile(
+    rf"^greet {_AUDIENCE}(?:\s+(?:warmly|politely|kindly))?(?:\s+(?:with [^,]+?))?(?:\s+and\s+(.+))?$",
+    re.IGNORECASE,
+)
+_PRONOUNS = ((r"\btheir\b", "your"), (r"\bthey\b", "you"), (r"\bthem\b", "you"))
+
+
+def utterance(instruction: str) -> str:
+    """An instruction to speak (`Ask the user for their name`) as a message (`Could you tell me your
+    name, please?`); other actions are announced (`Let me look up order status.`)."""
+    text = instruction.strip().rstrip(".")
+    greeting = _GREETING.match(text)
+    if greeting:
+        rest = greeting.group(1)
+        return "Hello!" + (f" {utterance(rest)}" if rest else "")
+    for pattern, replacement in _UTTERANCES:
+        if pattern.match(text):
+            spoken = pattern.sub(replacement, text, count=1).strip()
+            for pronoun, second_person in _PRONOUNS:
+                spoken = re.sub(pronoun, second_person, spoken, flags=re.IGNORECASE)
+            return spoken[:1].upper() + spoken[1:]
+    # Any other instruction is an action the agent announces: "Look up order status" -> "Let me look up ...".
+    return f"Let me {text[:1].lower()}{text[1:]}." if text else ""
 
 
 def _literal(text: str) -> JsonValue | None:

@@ -317,7 +317,8 @@ def register_local_model() -> None:
         if _registered:
             return
         register_litellm_provider(PROVIDER, _handler, accepts_grammar=True)
-        register_model_prefix(f"{PROVIDER}/", local_model)
+        # Replaces the registry's lazy built-in entry for `local/` with the factory itself.
+        register_model_prefix(f"{PROVIDER}/", local_model, replace=True)
         _registered = True
 
 

@@ -216,7 +216,8 @@ class LiteLLMModel:
         """Import litellm now, so the first call's time (and its timeout) is the call's own."""
         await _litellm(self.provider)
 
-    def _sends_grammar(self) -> bool:
+    def sends_grammar(self) -> bool:
+        """Whether requests' grammars reach this model (its provider accepts them)."""
         if self.pass_grammar is not None:
             return self.pass_grammar
         provider = _providers.get(self.provider or "")
@@ -238,7 +239,7 @@ class LiteLLMModel:
         if self.timeout is not None:
             # litellm hands this to the HTTP client; our own deadline below also covers custom providers.
             arguments["timeout"] = self.timeout
-        if request.grammar is not None and self._sends_grammar():
+        if request.grammar is not None and self.sends_grammar():
             extra_body = dict(arguments.get("extra_body") or {})
             extra_body[GRAMMAR_FIELD] = request.grammar
             arguments["extra_body"] = extra_body

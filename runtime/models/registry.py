@@ -7,7 +7,8 @@ Spec forms:
 - `replay:cassette.jsonl`: ReplayModel answering only from the cassette;
 - `replay:cassette.jsonl=<spec>`: replays what is recorded, asks `<spec>` for the rest and records it;
 - `record:cassette.jsonl=<spec>`: asks `<spec>` every time and appends each answer to the cassette;
-- a prefix added with `register_model_prefix` (the bundled model adds `local/`);
+- `local/smollm2`: the bundled local model (runtime.local; needs the `local` extra);
+- a prefix added with `register_model_prefix`;
 - anything else: a litellm model string such as `openai/gpt-4o-mini`.
 
 A spec is matched against the registered prefixes, longest first, so no if/elif chain grows here.
@@ -93,7 +94,7 @@ def resolve_model(spec: str | Model | None, *, default: str | None = None) -> Mo
 
 def spec_forms() -> str:
     """What a model spec may be, for error messages and help text."""
-    builtin = {"scripted:", "replay:", "record:"}
+    builtin = {"scripted:", "replay:", "record:", "local/"}
     added = [prefix for prefix in registered_model_prefixes() if prefix not in builtin]
     lines = [
         "Model specs:",
@@ -102,6 +103,7 @@ def spec_forms() -> str:
         "  replay:cassette.jsonl                           recorded answers only (no network)",
         "  replay:cassette.jsonl=<spec>                    recorded answers; records missing ones from <spec>",
         "  record:cassette.jsonl=<spec>                    asks <spec> and records every answer",
+        "  local/smollm2                                   the bundled local model (no key; pal-bridge[local])",
     ]
     if added:
         lines.append(f"  also registered: {', '.join(prefix + '...' for prefix in added)}")
@@ -142,6 +144,15 @@ def _record(rest: str) -> Model:
     return ReplayModel(cassette, inner=resolve_model(inner), mode="record")
 
 
+def _local(rest: str) -> Model:
+    # The bundled model lives in runtime.local; importing it loads neither llama.cpp nor litellm.
+    from runtime.local.model import local_model, register_local_model
+
+    register_local_model()
+    return local_model(rest)
+
+
 register_model_prefix("scripted:", _scripted)
+register_model_prefix("local/", _local)
 register_model_prefix("replay:", _replay)
 register_model_prefix("record:", _record)

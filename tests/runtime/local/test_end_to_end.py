@@ -17,12 +17,13 @@ from pal_core.compiler import compile_markdown
 from pal_core.ir import Program
 from pal_core.parser import parse
 from runtime.humans import ScriptedHuman
-from runtime.local.hooks import turn_examples, turn_grammar
-from runtime.local.model import DEFAULT_MODEL, register_local_model
+from runtime.local.model import DEFAULT_MODEL
 from runtime.models import resolve_model
 from runtime.program_run import ProgramRun, RunLimits, RunResult
 from runtime.trace import Tracer
-from tests.conftest import CORPUS, FIXTURES
+from tests.conftest import FIXTURES
+
+EXAMPLES = FIXTURES.parent.parent / "examples"
 
 pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.anyio]
 
@@ -30,16 +31,14 @@ SEED = 7
 
 
 async def run_locally(program: Program, replies: list[str]) -> tuple[RunResult, Tracer]:
-    register_local_model()
     tracer = Tracer()
+    # No grammar or examples passed: ProgramRun wires them itself for a model that takes a grammar.
     run = ProgramRun(
         program,
         model=resolve_model(DEFAULT_MODEL),
         human=ScriptedHuman(replies),
         tracer=tracer,
         limits=RunLimits(seed=SEED, max_model_calls=8, max_retries=0),
-        grammar=turn_grammar,
-        examples=turn_examples,
     )
     with anyio.fail_after(1800):  # a busy 2-core CI box needs minutes; a quiet one seconds
         result = await run.run()
@@ -50,30 +49,38 @@ def _violations(tracer: Tracer) -> list[str]:
     return [str(event.detail) for event in tracer.events if event.event == "violation"]
 
 
+def _trace(tracer: Tracer) -> str:
+    """The whole trace, shown when a run fails."""
+    return "\n".join(
+        f"{event.event:<10} {event.agent}:{event.playbook or ''}:{event.line or ''}:{event.opcode or ''} {event.detail}"
+        for event in tracer.events
+    )
+
+
 async def test_hello_world_runs_to_its_exit() -> None:
-    program = parse((CORPUS / "hello-world_hello-world.pbasm").read_text(encoding="utf-8"))
+    program = parse((EXAMPLES / "hello.pal").read_text(encoding="utf-8"))
     result, tracer = await run_locally(program, [])
-    assert _violations(tracer) == []
-    assert result.status == "exit", result.reason
+    assert _violations(tracer) == [], _trace(tracer)
+    assert result.status == "exit", f"{result.reason}\n{_trace(tracer)}"
     assert [event.line for event in tracer.steps()] == ["01", "02", "03", "04"]
     assert len(result.messages_to_user) == 3
 
 
 async def test_the_personalized_greeting_asks_waits_and_exits() -> None:
-    program = parse((CORPUS / "02-personalized-greeting.pbasm").read_text(encoding="utf-8"))
+    program = parse((EXAMPLES / "greeting.pal").read_text(encoding="utf-8"))
     result, tracer = await run_locally(program, ["Alice"])
-    assert _violations(tracer) == []
-    assert result.status == "exit", result.reason
+    assert _violations(tracer) == [], _trace(tracer)
+    assert result.status == "exit", f"{result.reason}\n{_trace(tracer)}"
     assert [event.line for event in tracer.steps()] == ["01", "02", "03", "04", "05", "06"]
     assert result.model_calls == 2
 
 
 async def test_the_seed_customer_support_program_follows_its_flow() -> None:
-    source = (FIXTURES / "pb" / "seed_customer_support.pb").read_text(encoding="utf-8")
-    program = compile_markdown(source, file="seed_customer_support.pb")
+    source = (EXAMPLES / "customer_support.pb").read_text(encoding="utf-8")
+    program = compile_markdown(source, file="customer_support.pb")
     result, tracer = await run_locally(program, ["my order is lost", "12345678"])
-    assert _violations(tracer) == []
-    assert result.ok, result.reason
+    assert _violations(tracer) == [], _trace(tracer)
+    assert result.ok, f"{result.reason}\n{_trace(tracer)}"
     lines = [event.line for event in tracer.steps()]
     assert lines[:3] == ["01", "02", "03"]
     assert result.model_calls >= 2

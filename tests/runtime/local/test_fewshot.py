@@ -180,3 +180,36 @@ def test_examples_become_chat_messages() -> None:
 def test_unknown_playbooks_are_refused_as_by_the_grammar() -> None:
     with pytest.raises(GrammarError, match="no playbook `Nope`"):
         build_example_turns(program(SEED), "CustomerSupport", "Nope")
+
+
+@pytest.mark.parametrize(
+    ("instruction", "message"),
+    [
+        (
+            "Greet the user and ask for their order number",
+            "Hello! Could you tell me your order number, please?",
+        ),
+        ("Ask them to try again", "Sorry, that did not work. Could you try again, please?"),
+        ("Tell the user their order status", "Here is your order status."),
+        ("Introduce yourself as the receptionist", "Hello, I am the receptionist."),
+        ("Ask the visitor for their name", "Could you tell me your name, please?"),
+        ("Say goodbye to the user", "Goodbye, and have a good day!"),
+        ("Look up order status", "Let me look up order status."),
+    ],
+)
+def test_example_messages_say_what_the_instruction_asks_for_instead_of_echoing_it(
+    instruction: str, message: str
+) -> None:
+    from runtime.local.fewshot import utterance
+
+    assert utterance(instruction) == message
+
+
+def test_examples_do_not_teach_the_model_to_enter_a_retry_loop() -> None:
+    from pal_core.compiler import compile_markdown
+
+    source = (FIXTURES / "pb" / "seed_customer_support.pb").read_text(encoding="utf-8")
+    program = compile_markdown(source)
+    second = build_example_turns(program, "CustomerSupport", "Greeting")[1].answer
+    assert '`Step["Greeting:03:CND"]` false' in second
+    assert "03.01" not in second
