@@ -94,11 +94,15 @@ async def main() -> None:
         per_turn.append(elapsed / calls * 1000)
     median = statistics.median(per_turn)
     print(f"{STEPS}-step playbook, one model turn per step, instant scripted model (median of 7 runs)")
-    print(f"overhead per turn (build + model call bookkeeping + parse + verify + apply): {median:.3f} ms  "
-          f"goal {GOAL_MS} ms  ratio {median / GOAL_MS:.2f}x")
+    print(
+        f"overhead per turn (build + model call bookkeeping + parse + verify + apply): {median:.3f} ms  "
+        f"goal {GOAL_MS} ms  ratio {median / GOAL_MS:.2f}x"
+    )
     for name, micros in (await stages(program)).items():
         print(f"  {name:<13}: {micros:8.1f} µs")
-    print(f"prompt size per turn (characters / 4): first {sizes[0]}, last {sizes[-1]}, median {statistics.median(sizes):.0f}")
+    print(
+        f"prompt size per turn (characters / 4): first {sizes[0]}, last {sizes[-1]}, median {statistics.median(sizes):.0f}"
+    )
 
 
 if __name__ == "__main__":
