@@ -94,3 +94,39 @@ class PalSyntaxError(PalError):
 
 class PalWriteError(PalError):
     """An IR that cannot be written as PAL text (a description line that would read as a header, ...)."""
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a source text. Only \\n, \\r\\n and \\r end a line: str.splitlines() would also split at
+    U+2028 and other characters that may stand inside a line of text."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+class SourceReporter:
+    """Gathers every problem found in one source text, each with its place and the marked line, so a reader
+    (the PAL parser, the markdown compiler) reports them all at once."""
+
+    def __init__(self, text: str, file: str | None) -> None:
+        self.file = file
+        self.lines = source_lines(text)
+        self.errors: list[Diagnostic] = []
+
+    def error(self, code: str, message: str, line: int, column: int = 1, length: int = 0) -> None:
+        """Record one problem at a 1-based line and column (length 0 marks to the end of the line)."""
+        source = self.lines[line - 1] if 0 < line <= len(self.lines) else None
+        self.errors.append(
+            Diagnostic(
+                code=code,
+                message=message,
+                file=self.file,
+                line=line,
+                column=column,
+                length=length,
+                source_line=source,
+            )
+        )
+
+    def raise_if_any(self) -> None:
+        """Raise PalSyntaxError with all problems in source order, if there are any."""
+        if self.errors:
+            raise PalSyntaxError(sorted(self.errors, key=lambda error: (error.line, error.column)))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pal_core import yamlish
-from pal_core.errors import Diagnostic, PalSyntaxError
+from pal_core.errors import SourceReporter
 from pal_core.ir import (
     EMPTY_METADATA,
     Agent,
@@ -131,9 +131,8 @@ def parse_file(path: str | Path) -> Program:
 class _Parser:
     def __init__(self, text: str, file: str | None) -> None:
         self.file = file
-        # Only \n ends a line: str.splitlines() would also split at U+2028 and friends inside text.
-        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        self.errors: list[Diagnostic] = []
+        self.reporter = SourceReporter(text, file)
+        self.lines = self.reporter.lines
         self.state = _State.TOP
         self.agents: list[_AgentDraft] = []
         self.pending_comments: list[tuple[int, str, list[str]]] = []
@@ -144,18 +143,7 @@ class _Parser:
     # --- diagnostics -----------------------------------------------------------------------------
 
     def error(self, code: str, message: str, line: int, column: int = 1, length: int = 0) -> None:
-        source = self.lines[line - 1] if 0 < line <= len(self.lines) else None
-        self.errors.append(
-            Diagnostic(
-                code=code,
-                message=message,
-                file=self.file,
-                line=line,
-                column=column,
-                length=length,
-                source_line=source,
-            )
-        )
+        self.reporter.error(code, message, line, column, length)
 
     # --- driver ----------------------------------------------------------------------------------
 
@@ -168,8 +156,7 @@ class _Parser:
             self.index += 1
             self.dispatch(number, line)
         agents = [self.finish_agent(draft) for draft in self.agents]
-        if self.errors:
-            raise PalSyntaxError(self.errors)
+        self.reporter.raise_if_any()
         return Program(
             agents=tuple(agents),
             frontmatter=self.frontmatter,

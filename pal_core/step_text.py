@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from pal_core.ir import (
@@ -255,20 +256,23 @@ def _specials(separator: str) -> re.Pattern[str]:
     return pattern
 
 
-def find_closing_paren(text: str, open_index: int) -> int | None:
-    """The index of the `)` matching `text[open_index]`, respecting quotes when they balance."""
-    for respect_quotes in (True, False):
-        close = _scan_close(text, open_index, respect_quotes)
-        if close is not None:
-            return close
-    return None
+class _QuoteState:
+    """Whether a scan ended inside a quote (an unbalanced quote: natural language such as `Canada's`)."""
+
+    __slots__ = ("open",)
+
+    def __init__(self) -> None:
+        self.open = False
 
 
-def _scan_close(text: str, open_index: int, respect_quotes: bool) -> int | None:
-    depth = 0
+def _structure(
+    text: str, start: int, pattern: re.Pattern[str], respect_quotes: bool, state: _QuoteState
+) -> Iterator[tuple[int, str]]:
+    """The brackets and separators of `text` from `start` that stand outside quoted strings (quotes are
+    ignored when `respect_quotes` is False); `state.open` says afterwards whether a quote never closed."""
     quote = ""
     skip_until = -1
-    for match in _SPECIAL_RE.finditer(text, open_index):
+    for match in pattern.finditer(text, start):
         index = match.start()
         if index < skip_until:
             continue
@@ -281,12 +285,24 @@ def _scan_close(text: str, open_index: int, respect_quotes: bool) -> int | None:
         elif char in "\"'":
             if respect_quotes:
                 quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return index if char == ")" else None
+        elif char != "\\":
+            yield index, char
+    state.open = bool(quote)
+
+
+def find_closing_paren(text: str, open_index: int) -> int | None:
+    """The index of the `)` matching `text[open_index]`, respecting quotes when they balance."""
+    for respect_quotes in (True, False):
+        depth = 0
+        for index, char in _structure(text, open_index, _SPECIAL_RE, respect_quotes, _QuoteState()):
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:
+                    if char == ")":
+                        return index
+                    break
     return None
 
 
@@ -301,30 +317,17 @@ def split_top_level(text: str, separator: str) -> list[str]:
 def _split(text: str, separator: str, respect_quotes: bool) -> list[str] | None:
     parts: list[str] = []
     depth = 0
-    quote = ""
     start = 0
-    skip_until = -1
-    for match in _specials(separator).finditer(text):
-        index = match.start()
-        if index < skip_until:
-            continue
-        char = match.group()
-        if quote:
-            if char == "\\":
-                skip_until = index + 2
-            elif char == quote:
-                quote = ""
-        elif char in "\"'":
-            if respect_quotes:
-                quote = char
-        elif char in "([{":
+    state = _QuoteState()
+    for index, char in _structure(text, 0, _specials(separator), respect_quotes, state):
+        if char in "([{":
             depth += 1
         elif char in ")]}":
             depth = max(depth - 1, 0)
         elif char == separator and depth == 0:
             parts.append(text[start:index])
             start = index + 1
-    if quote:
+    if state.open:
         return None
     parts.append(text[start:])
     return parts

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pal_core.errors import Diagnostic, PalSyntaxError
+from pal_core.errors import SourceReporter
 
 # Codes shared with the PAL parser where the problem is the same kind; PAL020 is the compiler's own.
 from pal_core.parser import (
@@ -35,31 +35,5 @@ __all__ = [
 ]
 
 
-class Reporter:
-    """Gathers every problem in one markdown source, each with its line and the marked source line."""
-
-    def __init__(self, text: str, file: str | None) -> None:
-        self.file = file
-        # Only \n (and \r\n, \r) end a line, as in the PAL parser.
-        self.lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        self.errors: list[Diagnostic] = []
-
-    def error(self, code: str, message: str, line: int, column: int = 1, length: int = 0) -> None:
-        """Record one problem at a 1-based line and column (length 0 marks to the end of the line)."""
-        source = self.lines[line - 1] if 0 < line <= len(self.lines) else None
-        self.errors.append(
-            Diagnostic(
-                code=code,
-                message=message,
-                file=self.file,
-                line=line,
-                column=column,
-                length=length,
-                source_line=source,
-            )
-        )
-
-    def raise_if_any(self) -> None:
-        """Raise PalSyntaxError with all problems in source order, if there are any."""
-        if self.errors:
-            raise PalSyntaxError(sorted(self.errors, key=lambda error: (error.line, error.column)))
+Reporter = SourceReporter
+"""The compiler's error collector is the parser's: one way to report a source's problems."""
