@@ -12,12 +12,12 @@ module, loads none. Other exporters (ADK, AutoGen) register here with `register_
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pal_core.errors import PalError
+from runtime.plugins import NamedRegistry
 
 
 class ExportError(PalError):
@@ -53,43 +53,29 @@ class Exporter:
         return maker(program, **options)
 
 
-_BUILTIN_EXPORTERS: Mapping[str, str] = {
-    "langgraph": "exporters.langgraph:EXPORTER",
-}
-"""Exporters shipped with pal-bridge, loaded on first use by import path."""
-
-_registered: dict[str, Exporter] = {}
+_EXPORTERS: NamedRegistry[Exporter] = NamedRegistry(
+    "exporter",
+    {"langgraph": "exporters.langgraph:EXPORTER"},
+    unknown=UnknownExporter,
+    accepts=lambda part: isinstance(part, Exporter),
+    expected="an Exporter",
+)
+"""Exporters shipped with pal-bridge are loaded on first use by import path."""
 
 
 def register_exporter(name: str, exporter: Exporter, *, replace: bool = False) -> None:
     """Make `exporter` available as `get_exporter(name)`; an existing name needs `replace=True`."""
-    if not name or not name.replace("-", "_").isidentifier():
-        raise ValueError(f"exporter name {name!r} must be a word such as 'langgraph'")
-    if not isinstance(exporter, Exporter):
-        raise TypeError(f"exporter {name!r} must be an Exporter, got {type(exporter).__name__}")
-    if not replace and (name in _registered or name in _BUILTIN_EXPORTERS):
-        raise ValueError(f"an exporter named {name!r} is already registered; pass replace=True to replace it")
-    _registered[name] = exporter
+    _EXPORTERS.register(name, exporter, replace=replace)
 
 
 def get_exporter(name: str) -> Exporter:
     """The exporter registered as `name`; raises UnknownExporter listing the known names."""
-    exporter = _registered.get(name)
-    if exporter is not None:
-        return exporter
-    path = _BUILTIN_EXPORTERS.get(name)
-    if path is None:
-        known = ", ".join(exporter_names()) or "none"
-        raise UnknownExporter(f"no exporter for {name!r}; known exporters: {known}")
-    module_name, _, attribute = path.partition(":")
-    loaded: Exporter = getattr(importlib.import_module(module_name), attribute)
-    _registered[name] = loaded
-    return loaded
+    return _EXPORTERS.get(name)
 
 
 def exporter_names() -> tuple[str, ...]:
     """Every exporter name, sorted."""
-    return tuple(sorted({*_BUILTIN_EXPORTERS, *_registered}))
+    return _EXPORTERS.names()
 
 
 __all__ = [

@@ -13,12 +13,13 @@ Other importers (ADK, AutoGen) register here with `register_importer(name, funct
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pal_core.errors import PalError, Severity
 from pal_core.ir import Program
+from runtime.plugins import NamedRegistry
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,43 +75,29 @@ class Importer(Protocol):
     def __call__(self, target: str, *, strict: bool = False) -> ImportResult: ...
 
 
-_BUILTIN_IMPORTERS: Mapping[str, str] = {
-    "langgraph": "importers.langgraph:import_target",
-}
-"""Importers shipped with pal-bridge, loaded on first use by import path."""
-
-_registered: dict[str, Importer] = {}
+_IMPORTERS: NamedRegistry[Importer] = NamedRegistry(
+    "importer",
+    {"langgraph": "importers.langgraph:import_target"},
+    unknown=UnknownImporter,
+    accepts=callable,
+    expected="callable",
+)
+"""Importers shipped with pal-bridge are loaded on first use by import path."""
 
 
 def register_importer(name: str, importer: Importer, *, replace: bool = False) -> None:
     """Make `importer` available as `get_importer(name)`; an existing name needs `replace=True`."""
-    if not name or not name.replace("-", "_").isidentifier():
-        raise ValueError(f"importer name {name!r} must be a word such as 'langgraph'")
-    if not callable(importer):
-        raise TypeError(f"importer {name!r} must be callable, got {type(importer).__name__}")
-    if not replace and (name in _registered or name in _BUILTIN_IMPORTERS):
-        raise ValueError(f"an importer named {name!r} is already registered; pass replace=True to replace it")
-    _registered[name] = importer
+    _IMPORTERS.register(name, importer, replace=replace)
 
 
 def get_importer(name: str) -> Importer:
     """The importer registered as `name`; raises UnknownImporter listing the known names."""
-    importer = _registered.get(name)
-    if importer is not None:
-        return importer
-    path = _BUILTIN_IMPORTERS.get(name)
-    if path is None:
-        known = ", ".join(importer_names()) or "none"
-        raise UnknownImporter(f"no importer for {name!r}; known importers: {known}")
-    module_name, _, attribute = path.partition(":")
-    loaded: Importer = getattr(importlib.import_module(module_name), attribute)
-    _registered[name] = loaded
-    return loaded
+    return _IMPORTERS.get(name)
 
 
 def importer_names() -> tuple[str, ...]:
     """Every importer name, sorted."""
-    return tuple(sorted({*_BUILTIN_IMPORTERS, *_registered}))
+    return _IMPORTERS.names()
 
 
 def load_target(target: str) -> Any:

@@ -26,10 +26,10 @@ def _fake_importer(target: str, *, strict: bool = False) -> ImportResult:
 
 @pytest.fixture
 def clean_registry():
-    saved = dict(importers._registered)
+    saved = dict(importers._IMPORTERS._registered)
     yield
-    importers._registered.clear()
-    importers._registered.update(saved)
+    importers._IMPORTERS._registered.clear()
+    importers._IMPORTERS._registered.update(saved)
 
 
 def test_langgraph_is_built_in_and_loaded_on_first_use() -> None:
