@@ -19,6 +19,7 @@ from typing import Any
 
 from pal_core import yamlish
 from pal_core.errors import SourceReporter
+from pal_core.gc_pause import paused_cyclic_gc
 from pal_core.ir import (
     EMPTY_METADATA,
     Agent,
@@ -119,7 +120,8 @@ class _AgentDraft:
 
 def parse(text: str, *, file: str | None = None) -> Program:
     """Read PAL text into a Program; raise PalSyntaxError listing every problem in the text."""
-    return _Parser(text, file).run()
+    with paused_cyclic_gc():
+        return _Parser(text, file).run()
 
 
 def parse_file(path: str | Path) -> Program:
@@ -167,21 +169,24 @@ class _Parser:
     def dispatch(self, number: int, line: str) -> None:
         stripped = line.strip()
         in_description = self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION)
-        if stripped.startswith("<!--"):
+        # One look at the first character spares most lines (steps) the structural checks below.
+        head = stripped[:1]
+        if head == "<" and stripped.startswith("<!--"):
             self.read_comment(number, line)
             return
-        if stripped.startswith("```"):
+        if head == "`" and stripped.startswith("```"):
             self.read_fence(number, line, stripped[3:].strip())
             return
-        if line.startswith("# "):
-            self.start_agent(number, line)
-            return
-        if line.startswith("## ") or line.strip() == "##":
-            self.start_playbook(number, line)
-            return
-        if line.startswith("### "):
-            self.start_section(number, line)
-            return
+        if line[:1] == "#":
+            if line.startswith("# "):
+                self.start_agent(number, line)
+                return
+            if line.startswith("## ") or stripped == "##":
+                self.start_playbook(number, line)
+                return
+            if line.startswith("### "):
+                self.start_section(number, line)
+                return
         if not stripped:
             if self.pending_comments:
                 self.pending_comments[-1][2].append("")

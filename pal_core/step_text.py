@@ -140,9 +140,13 @@ def parse_statement(text: str) -> tuple[Call | None, Assignment | None]:
         inner = inner[1:-1].strip()
     callee = _CALLEE_RE.match(inner)
     if callee:
-        close = find_closing_paren(inner, callee.end() - 1)
-        if close is not None and not inner[close + 1 :].strip():
-            arguments, natural = parse_arguments(inner[callee.end() : close])
+        scanned = _scan_call(inner, callee.end() - 1)
+        if scanned is not None and not inner[scanned[0] + 1 :].strip():
+            close, commas = scanned
+            start = callee.end()
+            bounds = [start - 1, *commas, close]
+            pieces = [inner[bounds[i] + 1 : bounds[i + 1]] for i in range(len(bounds) - 1)]
+            arguments, natural = _arguments(inner[start:close], pieces)
             return Call(name=callee.group(1), arguments=arguments, result=target, natural=natural), None
     if target is not None and rest.strip():
         return None, Assignment(target=target, expression=rest.strip())
@@ -151,19 +155,24 @@ def parse_statement(text: str) -> tuple[Call | None, Assignment | None]:
 
 def parse_arguments(text: str) -> tuple[tuple[Argument, ...], bool]:
     """Split an argument list; natural-language arguments become one TEXT argument after the first."""
+    return _arguments(text, split_top_level(text, ","))
+
+
+def _arguments(text: str, pieces: list[str]) -> tuple[tuple[Argument, ...], bool]:
     if not text.strip():
         return (), False
-    pieces = split_top_level(text, ",")
-    arguments = [classify_argument(piece) for piece in pieces]
-    if all(argument.kind is not ArgKind.TEXT for argument in arguments):
-        return tuple(arguments), False
-    # Natural language: keep the first argument (the Say target, usually) and the rest as one text.
-    if len(pieces) > 1:
-        first = classify_argument(pieces[0])
-        if first.kind is not ArgKind.TEXT:
+    first = classify_argument(pieces[0])
+    if first.kind is ArgKind.TEXT:
+        return (Argument(text=text.strip(), kind=ArgKind.TEXT),), True
+    arguments = [first]
+    for piece in pieces[1:]:
+        argument = classify_argument(piece)
+        if argument.kind is ArgKind.TEXT:
+            # Natural language: keep the first argument (the Say target, usually) and the rest as one text.
             message = text[len(pieces[0]) + 1 :].strip()
             return (first, Argument(text=message, kind=ArgKind.TEXT)), True
-    return (Argument(text=text.strip(), kind=ArgKind.TEXT),), True
+        arguments.append(argument)
+    return tuple(arguments), False
 
 
 def classify_argument(piece: str) -> Argument:
@@ -226,6 +235,11 @@ def is_python_expression(text: str) -> bool:
     """Whether `text` (with `$name` read as `name`) is a Python expression."""
     if not text:
         return False
+    if "'" not in text and '"' not in text:
+        # No strings: two plain words side by side anywhere make it natural language (the common case).
+        for match in _TWO_WORDS_RE.finditer(text):
+            if match.group(1) not in _PY_WORDS and match.group(2) not in _PY_WORDS:
+                return False
     source = _VAR_RE.sub(lambda m: m.group(1), text)
     for match in _TWO_WORDS_RE.finditer(_STRING_RE.sub('""', source)):
         # Two plain words side by side are natural language unless one is a Python keyword.
@@ -288,6 +302,26 @@ def _structure(
         elif char != "\\":
             yield index, char
     state.open = bool(quote)
+
+
+def _scan_call(text: str, open_index: int) -> tuple[int, list[int]] | None:
+    """The `)` matching `text[open_index]` and the top-level commas before it, in one pass (respecting quotes
+    when they balance); None when the parenthesis never closes."""
+    for respect_quotes in (True, False):
+        depth = 0
+        commas: list[int] = []
+        for index, char in _structure(text, open_index, _SPECIAL_RE, respect_quotes, _QuoteState()):
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:
+                    if char == ")":
+                        return index, commas
+                    break
+            elif char == "," and depth == 1:
+                commas.append(index)
+    return None
 
 
 def find_closing_paren(text: str, open_index: int) -> int | None:

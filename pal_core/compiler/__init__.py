@@ -104,6 +104,7 @@ from pathlib import Path
 from pal_core.compiler.build import build_program
 from pal_core.compiler.markdown import read_markdown
 from pal_core.compiler.reporter import Reporter
+from pal_core.gc_pause import paused_cyclic_gc
 from pal_core.ir import Program
 
 __all__ = ["compile_file", "compile_markdown"]
@@ -111,11 +112,12 @@ __all__ = ["compile_file", "compile_markdown"]
 
 def compile_markdown(text: str, *, file: str | None = None) -> Program:
     """Compile Playbooks markdown to the PAL IR; raise PalSyntaxError listing every problem."""
-    reporter = Reporter(text, file)
-    document = read_markdown(text, reporter)
-    program = build_program(document, reporter, file)
-    reporter.raise_if_any()
-    return program
+    with paused_cyclic_gc():
+        reporter = Reporter(text, file)
+        document = read_markdown(text, reporter)
+        program = build_program(document, reporter, file)
+        reporter.raise_if_any()
+        return program
 
 
 def compile_file(path: str | Path) -> Program:

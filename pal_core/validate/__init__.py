@@ -9,6 +9,7 @@ in `RULES` and documented in docs/diagnostics.md. Syntax errors (PAL001-PAL011) 
 from __future__ import annotations
 
 from pal_core.errors import Diagnostic, PalSyntaxError
+from pal_core.gc_pause import paused_cyclic_gc
 from pal_core.ir import Program
 from pal_core.parser import parse
 from pal_core.validate.builtin_playbooks import BUILTIN_PLAYBOOKS, PYTHON_BUILTIN_FUNCTIONS, is_builtin
@@ -36,9 +37,10 @@ def validate(program: Program, *, source_text: str | None = None) -> list[Diagno
     Positions come from the nodes' spans and the file from `program.source`; with `source_text` (the
     text the program was parsed from) each diagnostic also carries its source line for display.
     """
-    report = Reporter(program.source, source_text)
-    check_program(program, report)
-    return report.sorted()
+    with paused_cyclic_gc():
+        report = Reporter(program.source, source_text)
+        check_program(program, report)
+        return report.sorted()
 
 
 def validate_text(text: str, file: str | None = None) -> list[Diagnostic]:
