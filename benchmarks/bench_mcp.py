@@ -3,7 +3,7 @@ bare `MCPServer` tool wrapping the same function, both over stdio in a subproces
 Goal (issue 5): bridge median <= 1.3 x bare median.
 
 The bridge does more per call by design: it checks the arguments against the tool's schema and runs the
-playbook in a fresh run of the program (new agent instances, the Python block executed anew), as a real
+playbook with fresh agent state (a pooled instance reset, its Python block executed anew), as a real
 served program would. Calls to the two servers alternate in rounds, so a busy machine slows both alike.
 A second line shows the same comparison in process (no transport), where that fixed cost stands alone.
 Run: python benchmarks/bench_mcp.py [--calls N] [--rounds N]

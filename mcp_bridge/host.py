@@ -1,21 +1,22 @@
 """Running a served program's playbooks for tool calls, with no MCP code: the server module adapts this.
 
-By default every call runs in a fresh run of the program (`state: fresh`): new agent instances, new
-variables, Python blocks loaded anew, as `runtime.api.run_playbook` does, so calls cannot see each
-other. To keep that cost off each call's latency, the next run is started while the server waits for
-the next request, and a finished run is shut down after its result has gone out. A program that wants
-its agents to remember across calls says so in its front matter:
+One run of the program lives as long as the server. By default every call gets fresh agent state
+(`state: fresh`): an instance of the called agent from a pool (runtime.agent_pool) with new variables,
+artifacts and session log and its Python blocks executed anew, so calls cannot see each other's state and
+concurrent calls never share an instance. The program's other agents live on across calls (a playbook
+that calls `Other.Playbook` reaches the same `Other`). A new run per call would isolate those too, at ten
+times the cost per call. A program that wants its agents to remember across calls says so in its front
+matter:
 
     ---
     mcp:
       state: shared
     ---
 
-and then one run lives as long as the server and calls take turns (one at a time), since they share the
-agents' variables.
+and then calls take turns (one at a time) on the agents' one instance each, since they share its variables.
 
 Remote agents of the served program connect once, when the server starts (standby ones on first use), and
-every run borrows those connections: starting an MCP server process per tool call would be far too slow.
+the run borrows those connections: starting an MCP server process per tool call would be far too slow.
 A pooled connection whose server went away is reopened on the next call that needs it.
 """
 
@@ -32,6 +33,7 @@ import anyio
 from mcp_bridge.tools import PlaybookTool, playbook_tools, tools_by_name
 from pal_core.ir import Agent, Playbook, Program
 from runtime.agent import AgentInstance
+from runtime.agent_pool import AgentPool
 from runtime.errors import ProgramError, ProgramExit
 from runtime.execution import Execution
 from runtime.humans import NoHuman
@@ -165,78 +167,10 @@ class ServedRun(ProgramRun):
         return _Borrowed(self._pool, agent), tools
 
 
-class FreshRuns:
-    """Fresh runs for `state: fresh` calls, kept off the latency path: one run is started ahead of time
-    (while the server waits for the next request), and a run whose call succeeded is shut down after the
-    result has gone out. A failed or cancelled call's run is shut down before the call returns."""
-
-    def __init__(self, make: Callable[[], ServedRun]) -> None:
-        self._make = make
-        self._spare: asyncio.Task[ServedRun] | None = None
-        self._stopping: set[asyncio.Task[None]] = set()
-        self._closed = False
-
-    async def take(self) -> ServedRun:
-        """A started run no call has used."""
-        spare, self._spare = self._spare, None
-        if spare is not None and not spare.done():
-            self._spare = spare  # still starting: the next call will have it
-        elif spare is not None and not spare.cancelled() and spare.exception() is None:
-            self._refill()
-            return spare.result()
-        # No spare, or it failed to start (starting again here raises the same error to this caller).
-        run = await self._started()
-        self._refill()
-        return run
-
-    async def _started(self) -> ServedRun:
-        run = self._make()
-        try:
-            await run.start()
-            run.start_loops()
-        except BaseException:
-            await _shut_down(run)
-            raise
-        return run
-
-    def _refill(self) -> None:
-        if self._spare is None and not self._closed:
-            self._spare = asyncio.get_running_loop().create_task(self._started(), name="spare run")
-
-    def release(self, run: ServedRun) -> None:
-        """Shut a finished run down in the background."""
-        task = asyncio.get_running_loop().create_task(_shut_down_quietly(run), name="run shutdown")
-        self._stopping.add(task)
-        task.add_done_callback(self._stopping.discard)
-
-    async def discard(self, run: ServedRun) -> None:
-        """Shut a run down now, even while the caller is being cancelled."""
-        await _shut_down(run)
-
-    async def close(self) -> None:
-        """Shut down the spare and every run still stopping; idempotent."""
-        self._closed = True
-        spare, self._spare = self._spare, None
-        if spare is not None:
-            spare.cancel()
-            outcome = (await asyncio.gather(spare, return_exceptions=True))[0]
-            if isinstance(outcome, ServedRun):
-                await _shut_down(outcome)
-        if self._stopping:
-            await asyncio.gather(*self._stopping, return_exceptions=True)
-
-
 async def _shut_down(run: ProgramRun) -> None:
-    # Shielded: agent tasks and borrowed connections must not outlive a cancelled call.
+    # Shielded: agent tasks and borrowed connections must not outlive a cancelled close.
     with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
         await run.shutdown()
-
-
-async def _shut_down_quietly(run: ProgramRun) -> None:
-    try:
-        await _shut_down(run)
-    except Exception:  # nobody awaits a background shutdown: log it rather than lose it
-        logger.exception("shutting down a finished run failed")
 
 
 class PlaybookHost:
@@ -251,101 +185,107 @@ class PlaybookHost:
         self.mode = state_mode(program)
         self.tools: Mapping[str, PlaybookTool] = {}
         self._pool = RemotePool()
-        self._shared: ServedRun | None = None
+        self._run: ServedRun | None = None
+        self._agent_pools: dict[str, AgentPool] = {}
         self._shared_lock = asyncio.Lock()
-        self._fresh = FreshRuns(lambda: self._new_run(Tracer()))
 
     async def open(self) -> Mapping[str, PlaybookTool]:
-        """Connect remote agents, load every local agent once (so a broken Python block fails here, not at
-        the first call), and find the tools. ProgramError or PalError when the program cannot serve."""
+        """Connect remote agents, start the run (so a broken Python block fails here, not at the first
+        call), and find the tools. ProgramError or PalError when the program cannot serve."""
         try:
             await self._pool.open_startup_agents(self.program)
-            if self.mode == "shared":
-                self._shared = self._new_run(Tracer())
-                await self._shared.start()
-                self._shared.start_loops()
-                self.tools = _tools(await _local_playbooks(self._shared, self.program))
-            else:
-                probe = self._new_run(Tracer())
-                try:
-                    self.tools = _tools(await _local_playbooks(probe, self.program, create=True))
-                finally:
-                    await probe.shutdown()
+            # A server lives for days: events go to the listeners of each call and are not kept.
+            self._run = ServedRun(
+                self.program,
+                pool=self._pool,
+                model=self.model,
+                limits=self.limits,
+                human=NoHuman(),
+                tracer=Tracer(keep=False),
+            )
+            await self._run.start()
+            self._run.start_loops()
+            self.tools = _tools(await _local_playbooks(self._run, self.program))
         except BaseException:
             await self.close()
             raise
         return self.tools
 
     async def close(self) -> None:
-        """Stop the runs (spare, shared, still stopping) and close remote connections; idempotent."""
-        await self._fresh.close()
-        shared, self._shared = self._shared, None
-        if shared is not None:
-            await shared.shutdown()
+        """Stop the run and close remote connections; idempotent."""
+        run, self._run = self._run, None
+        self._agent_pools.clear()
+        if run is not None:
+            await _shut_down(run)
         await self._pool.close()
-
-    def _new_run(self, tracer: Tracer) -> ServedRun:
-        return ServedRun(
-            self.program,
-            pool=self._pool,
-            model=self.model,
-            limits=self.limits,
-            human=NoHuman(),
-            tracer=tracer,
-        )
 
     async def call(
         self, tool: PlaybookTool, arguments: Mapping[str, Any], *, listener: StepListener | None = None
     ) -> CallOutcome:
         """Run the tool's playbook with keyword arguments; raises what the runtime raises (PalError and
         ModelError for failures the caller reports, InputExhausted when it waits for a user)."""
-        if self.mode == "shared":
-            return await self._call_shared(tool, arguments, listener)
-        run = await self._fresh.take()
-        if listener is not None:
-            run.tracer.listeners.append(listener)
-        try:
-            instance = await _instance(run, tool)
-            try:
-                value = await Execution(instance).execute(
-                    instance.playbooks[tool.playbook.name], [], dict(arguments)
-                )
-            except ProgramExit:
-                value = None  # `yld exit` ends the call; what was said is its output
-        except BaseException:
-            await self._fresh.discard(run)
-            raise
-        if listener is not None:
-            run.tracer.listeners.remove(listener)
-        outcome = CallOutcome(value=value, said=tuple(run.messages_to_user))
-        self._fresh.release(run)
-        return outcome
-
-    async def _call_shared(
-        self, tool: PlaybookTool, arguments: Mapping[str, Any], listener: StepListener | None
-    ) -> CallOutcome:
-        run = self._shared
+        run = self._run
         if run is None:
             raise ProgramError("the playbook host is not open")
+        if self.mode == "shared":
+            return await self._call_shared(run, tool, arguments, listener)
+        pool = self._agent_pool(run, tool.agent)
+        instance = await pool.checkout()
+        # Only this call's agent instance reports progress to this call's client.
+        watch = _events_of(instance.id, listener) if listener is not None else None
+        if watch is not None:
+            run.tracer.listeners.append(watch)
+        try:
+            value = await _execute(instance, tool, arguments)
+            said = await pool.take_said(instance)
+        except BaseException:
+            pool.discard(instance)  # a failed or cancelled call's instance is not trusted again
+            raise
+        finally:
+            if watch is not None:
+                run.tracer.listeners.remove(watch)
+        pool.checkin(instance)
+        return CallOutcome(value=value, said=said)
+
+    def _agent_pool(self, run: ServedRun, agent_name: str) -> AgentPool:
+        pool = self._agent_pools.get(agent_name)
+        if pool is None:
+            agent = self.program.agent(agent_name)
+            if agent is None:
+                raise ProgramError(f"the program has no agent {agent_name}")
+            pool = self._agent_pools[agent_name] = AgentPool(run, agent, reload_python=True)
+        return pool
+
+    async def _call_shared(
+        self, run: ServedRun, tool: PlaybookTool, arguments: Mapping[str, Any], listener: StepListener | None
+    ) -> CallOutcome:
         async with self._shared_lock:
             if listener is not None:
                 run.tracer.listeners.append(listener)
             first_said = len(run.messages_to_user)
             try:
-                instance = await _instance(run, tool)
-                try:
-                    value = await Execution(instance).execute(
-                        instance.playbooks[tool.playbook.name], [], dict(arguments)
-                    )
-                except ProgramExit:
-                    value = None
+                value = await _execute(await _instance(run, tool), tool, arguments)
                 return CallOutcome(value=value, said=tuple(run.messages_to_user[first_said:]))
             finally:
                 if listener is not None:
                     run.tracer.listeners.remove(listener)
-                # A server lives for days: keep neither the trace nor the transcript of past calls.
-                run.tracer.events.clear()
+                # A server lives for days: keep no transcript of past calls.
                 del run.messages_to_user[first_said:]
+
+
+async def _execute(instance: AgentInstance, tool: PlaybookTool, arguments: Mapping[str, Any]) -> Any:
+    try:
+        return await Execution(instance).execute(instance.playbooks[tool.playbook.name], [], dict(arguments))
+    except ProgramExit:
+        return None  # `yld exit` ends the call; what was said is its output
+
+
+def _events_of(agent_id: str, listener: StepListener) -> StepListener:
+    def forward(event: TraceEvent) -> None:
+        if event.agent_id == agent_id:
+            listener(event)
+
+    return forward
 
 
 def _tools(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> Mapping[str, PlaybookTool]:
@@ -362,16 +302,14 @@ async def _instance(run: ProgramRun, tool: PlaybookTool) -> AgentInstance:
     return instance
 
 
-async def _local_playbooks(
-    run: ProgramRun, program: Program, *, create: bool = False
-) -> list[tuple[str, list[Playbook]]]:
+async def _local_playbooks(run: ProgramRun, program: Program) -> list[tuple[str, list[Playbook]]]:
     """(agent name, playbooks) of every local agent, from live instances so that playbooks of Python
-    modules the program names are included. `create` builds instances directly (no start-up run)."""
+    modules the program names are included."""
     found: list[tuple[str, list[Playbook]]] = []
     for agent in program.agents:
         if agent.metadata.remote is not None:
             continue
-        instance = await run.create_instance(agent) if create else await run.agent_instance(agent.name)
+        instance = await run.agent_instance(agent.name)
         if instance is None:
             raise ProgramError(f"agent {agent.name} could not be started")
         found.append((agent.name, list(instance.playbooks.values())))

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from pal_core.ir import Agent, Playbook, Program
-from pal_core.messaging import Message
 from runtime.agent import AgentInstance
+from runtime.agent_pool import AgentPool
 from runtime.errors import CallError, ProgramError, ProgramExit
 from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
@@ -45,9 +45,7 @@ from runtime.loader import load
 from runtime.models.base import Model, ModelRequest, ModelResponse
 from runtime.models.limits import CallLimiter, CallLimits
 from runtime.program_run import ProgramRun, RunLimits
-from runtime.state import Variables
 from runtime.trace import Tracer
-from runtime.triggers import TriggerWatcher
 
 __all__ = ["CallOutcome", "EmbeddedPlaybook", "resolve_playbook"]
 
@@ -159,14 +157,7 @@ class _Session:
 
     def __init__(self, run: _EmbeddedRun, agent: Agent) -> None:
         self.run = run
-        self.agent = agent
-        self.free: list[AgentInstance] = []
-        """Pooled instances not in a call."""
-        self.pool_ids: set[str] = set()
-        """The ids of every pooled instance."""
-        self.watch_triggers = False
-        """Whether the agent has CND triggers the runtime checks itself (their watcher is re-installed on
-        the fresh variables of each call)."""
+        self.pool = AgentPool(run, agent)
 
     @classmethod
     async def start(cls, run: _EmbeddedRun, agent: Agent) -> _Session:
@@ -183,50 +174,6 @@ class _Session:
             await run.shutdown()
             raise
         return session
-
-    async def checkout(self) -> AgentInstance:
-        """A pooled instance with fresh state, made if none is free."""
-        if self.free:
-            instance = self.free.pop()
-        else:
-            instance = await self.run.create_instance(self.agent)
-            self.pool_ids.add(instance.id)
-            self.watch_triggers = bool(TriggerWatcher(instance).watched)
-        await self._reset(instance)
-        return instance
-
-    def checkin(self, instance: AgentInstance) -> None:
-        self.free.append(instance)
-
-    async def _reset(self, instance: AgentInstance) -> None:
-        state = instance.state
-        # A new Variables object (not cleared in place): the python blocks' `agent.state` stays the same
-        # AgentState, so `agent.state.variables` reaches the fresh variables.
-        state.variables = Variables()
-        state.artifacts.clear()
-        state.session_log.entries.clear()
-        state.joined_meetings.clear()
-        instance.unread.clear()
-        instance.pending_triggers.clear()
-        if len(instance.inbox):
-            await instance.inbox.get_batch(min_messages=0)
-        if self.watch_triggers:
-            TriggerWatcher(instance).install()
-
-    async def take_said(self, instance: AgentInstance) -> tuple[str, ...]:
-        """What `instance` said to the user; messages of other agents to the user (nobody reads them in
-        an embedded run) are dropped so the human inbox does not grow."""
-        self.run.messages_to_user.clear()
-        inbox = self.run.human_inbox
-        if not len(inbox):
-            return ()
-        pool_ids = self.pool_ids
-        mine: list[Message] = await inbox.get_batch(
-            lambda message: message.sender_id == instance.id, min_messages=0
-        )
-        if len(inbox):
-            await inbox.get_batch(lambda message: message.sender_id not in pool_ids, min_messages=0)
-        return tuple(message.content for message in mine)
 
 
 # --- sync calls ------------------------------------------------------------------------------------
@@ -462,7 +409,8 @@ class EmbeddedPlaybook:
         session = self._sessions.get(loop)
         if not isinstance(session, _Session):
             session = await self._session(loop)
-        instance = await session.checkout()
+        pool = session.pool
+        instance = await pool.checkout()
         token = _call_budget.set(CallLimiter(self._call_limits)) if self.model is not None else None
         try:
             playbook = instance.playbooks[self.playbook.name]
@@ -470,11 +418,11 @@ class EmbeddedPlaybook:
                 value = await Execution(instance).execute(playbook, [], dict(arguments))
             except ProgramExit:
                 value = None  # the program ended: the call is over and returned nothing
-            return CallOutcome(value=value, said_to_user=await session.take_said(instance))
+            return CallOutcome(value=value, said_to_user=await pool.take_said(instance))
         finally:
             if token is not None:
                 _call_budget.reset(token)
-            session.checkin(instance)
+            pool.checkin(instance)
 
     def call_sync(self, arguments: Mapping[str, Any]) -> CallOutcome:
         """`call` from synchronous code. A thread without an event loop runs the call on a loop of its own

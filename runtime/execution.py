@@ -8,7 +8,6 @@ builtins. Messages, user input, meetings and artifacts are reached from here too
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -333,10 +332,22 @@ class Execution:
         return bound
 
 
-@functools.lru_cache(maxsize=1024)
 def _signature(function: Any) -> inspect.Signature:
-    """A function's signature, computed once (inspect.signature costs tens of µs per call)."""
-    return inspect.signature(function)
+    """A function's signature for checking arguments, computed once per `def` (inspect.signature costs tens
+    of µs): a fresh run executes a python block anew, making new function objects from the same code, whose
+    parameters (names, kinds, which have defaults) are the code's."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return inspect.signature(function)
+    signature = _SIGNATURES.get(code)
+    if signature is None:
+        if len(_SIGNATURES) >= 1024:
+            _SIGNATURES.clear()
+        signature = _SIGNATURES[code] = inspect.signature(function)
+    return signature
+
+
+_SIGNATURES: dict[Any, inspect.Signature] = {}
 
 
 def _pieces(text: str) -> list[str]:

@@ -155,7 +155,7 @@ class ProgramRun:
         self._next_id += 1
         self.instances[instance.id] = instance
         self.registry.register(instance.participant())
-        instance.load_python(self._python_namespace(instance))
+        instance.load_python(self.python_namespace(instance))
         if agent.metadata.remote is not None:
             await self._connect_remote(instance)
         TriggerWatcher(instance).install()
@@ -177,10 +177,18 @@ class ProgramRun:
             instance.playbooks[tool.name] = playbook_for_tool(tool)
         self.trace(instance, "agent", detail=f"remote agent {instance.klass}: {len(tools)} tool(s)")
 
-    def _python_namespace(self, instance: AgentInstance) -> dict[str, Any]:
+    def python_namespace(self, instance: AgentInstance) -> dict[str, Any]:
+        """The globals an instance's python blocks are loaded with."""
         from runtime.python_namespace import namespace_for
 
         return namespace_for(instance)
+
+    def forget_instance(self, instance: AgentInstance) -> None:
+        """Remove an instance from the run (its messages are no longer delivered)."""
+        self.instances.pop(instance.id, None)
+        self._busy.discard(instance.id)
+        if not self.registry.shut_down:
+            self.registry.unregister(instance.id)
 
     async def run(self) -> RunResult:
         """Run every agent's BGN playbooks and message loops until exit, idleness, or failure."""

@@ -45,8 +45,14 @@ class Tracer:
     """Collects events; optionally streams them to a JSONL file as they happen."""
 
     def __init__(
-        self, path: str | Path | None = None, *, listeners: tuple[Callable[[TraceEvent], None], ...] = ()
+        self,
+        path: str | Path | None = None,
+        *,
+        listeners: tuple[Callable[[TraceEvent], None], ...] = (),
+        keep: bool = True,
     ) -> None:
+        self.keep = keep
+        """Whether events are kept in `events` (a long-lived server passes False and only listens)."""
         self.events: list[TraceEvent] = []
         self.listeners = list(listeners)
         """Called with every event as it happens (progress reporting, live views); must not raise."""
@@ -56,7 +62,8 @@ class Tracer:
 
     def emit(self, **fields: Any) -> TraceEvent:
         event = TraceEvent(time=round(time.perf_counter() - self._start, 6), **fields)
-        self.events.append(event)
+        if self.keep:
+            self.events.append(event)
         for listener in self.listeners:
             listener(event)
         if self._file is not None:
