@@ -7,6 +7,9 @@ says otherwise), checked by the real `parse_answer` and `verify`. The prompt is 
 prompt (runtime.prompt.SYSTEM) and a user message with the playbook, the example turns (when used)
 and the task line, as the runtime writes them. Seeds are fixed, so a rerun on the same machine gives
 the same answers; only the timings move with the machine's load.
+Then the three example programs (examples/) run end to end on the runtime with and without the grammar:
+whether each finishes, contract compliance on the first try, retries per turn, model calls per playbook,
+seconds per model call.
 Run: python benchmarks/bench_local_model.py [seeds per case, default 5]
 """
 
@@ -211,11 +214,78 @@ def compliance(seeds: int) -> None:
         )
 
 
+EXAMPLES = ROOT / "examples"
+RUNS = (
+    ("hello.pal", []),
+    ("greeting.pal", ["Alice"]),
+    ("customer_support.pb", ["My order number is 12345678"]),
+)
+
+
+async def _run_example(program: Program, replies: list[str], *, grammar: bool) -> dict[str, float]:
+    """One end-to-end run of an example on the runtime; figures from its trace."""
+    from runtime.humans import ScriptedHuman
+    from runtime.local.hooks import turn_examples
+    from runtime.models import resolve_model
+    from runtime.program_run import ProgramRun, RunLimits
+    from runtime.trace import Tracer
+
+    tracer = Tracer()
+    options = {} if grammar else {"grammar": lambda *_: None, "examples": turn_examples}
+    run = ProgramRun(
+        program,
+        model=resolve_model("local/smollm2"),
+        human=ScriptedHuman(replies),
+        tracer=tracer,
+        limits=RunLimits(seed=7, max_model_calls=12, max_retries=2),
+        **options,
+    )
+    start = time.perf_counter()
+    result = await run.run()
+    elapsed = time.perf_counter() - start
+    calls = [event.model_call for event in tracer.events if event.event == "model_call"]
+    rejected = {event.model_call for event in tracer.events if event.event == "violation"}
+    accepted = [call for call in calls if call not in rejected]
+    # A turn's first try is a call right after an accepted call (or the run's first call).
+    first_tries = [call for index, call in enumerate(calls) if index == 0 or calls[index - 1] not in rejected]
+    first_ok = sum(1 for call in first_tries if call not in rejected)
+    turns = len(accepted) + (1 if result.status == "error" else 0)
+    return {
+        "finished": float(result.status in ("exit", "idle")),
+        "calls": len(calls),
+        "turns": turns,
+        "first_ok": first_ok,
+        "first_tries": len(first_tries),
+        "retries": len(rejected),
+        "seconds": elapsed,
+    }
+
+
+def end_to_end() -> None:
+    """The example programs run end to end, with and without the turn grammar (example turns in both)."""
+    import asyncio
+
+    from runtime.loader import load
+
+    for grammar in (False, True):
+        label = "with grammar   " if grammar else "without grammar"
+        for name, replies in RUNS:
+            figures = asyncio.run(_run_example(load(EXAMPLES / name), replies, grammar=grammar))
+            turns = max(figures["turns"], 1)
+            print(
+                f"{label} {name:20} {'finished' if figures['finished'] else 'FAILED  '}  "
+                f"first-try compliance {figures['first_ok']:.0f}/{figures['first_tries']:.0f}  "
+                f"retries per turn {figures['retries'] / turns:.2f}  model calls {figures['calls']:.0f}  "
+                f"seconds per call {figures['seconds'] / max(figures['calls'], 1):.1f}"
+            )
+
+
 def main() -> None:
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     grammar_sizes()
     speed()
     compliance(seeds)
+    end_to_end()
 
 
 if __name__ == "__main__":
