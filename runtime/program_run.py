@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pal_core.errors import PalError
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import Agent, Program
 from pal_core.messaging import (
@@ -194,7 +195,7 @@ class ProgramRun:
         """Run every agent's BGN playbooks and message loops until exit, idleness, or failure."""
         try:
             await self.start()
-        except (ProgramError, RunError) as error:
+        except PalError as error:  # a program that cannot start, a model that is not installed
             await self.shutdown()
             return self._finish_result("error", str(error), error)
         self._driving = True
