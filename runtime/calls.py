@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pal_core.ir import ArgKind, Argument, Call
+from pal_core.values import SPEECH_CALLS
 from runtime.errors import CallError
 from runtime.values import NotEvaluable, coerce, evaluate
 
@@ -30,14 +31,11 @@ def argument_value(argument: Argument, variables: Any) -> Any:
     return argument.text
 
 
-_SPEECH = frozenset({"Say", "SendMessage"})
-
-
 def _arguments(call: Call) -> tuple[Argument, ...]:
     """The arguments, with Say's bare target word (`Say(user, ...)`, `Say(meeting, ...)`) read as text."""
     arguments = call.arguments
     if (
-        call.name in _SPEECH
+        call.name in SPEECH_CALLS
         and arguments
         and arguments[0].kind is ArgKind.EXPRESSION
         and arguments[0].text.isidentifier()

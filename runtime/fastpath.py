@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import ConditionKind, Step, YieldKind
+from pal_core.values import SPEECH_CALLS
 from runtime.calls import can_resolve, invoke_call
 from runtime.control import CONTINUE, Control
 from runtime.errors import ProgramError
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from runtime.execution import Execution
     from runtime.state import Frame
 
-_SPEECH = frozenset({"Say", "SendMessage"})
 _EVALUABLE_CONDITIONS = frozenset(
     {ConditionKind.IF, ConditionKind.ELSE_IF, ConditionKind.WHILE, ConditionKind.WHEN, ConditionKind.OTHER}
 )
@@ -91,7 +91,7 @@ async def _call_or_assignment(
         if call.natural or not can_resolve(call, variables) or not execution.is_callable(call.name):
             return None
         _done(execution, frame, step, flow.after(step)[0])
-        if step.opcode == "QUE" and call.name not in _SPEECH:
+        if step.opcode == "QUE" and call.name not in SPEECH_CALLS:
             frame.queued.append(call)
         else:
             await invoke_call(execution, call)

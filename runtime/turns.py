@@ -13,6 +13,7 @@ from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction,
 from pal_core.contract.verify import ContractViolation, ExecutedStep, TurnContext, VerifiedTurn, verify
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import Call, YieldKind
+from pal_core.values import SPEECH_CALLS
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import RunError
@@ -23,8 +24,6 @@ from runtime.values import coerce
 if TYPE_CHECKING:
     from runtime.execution import Execution
     from runtime.state import Frame
-
-_SPEECH = frozenset({"Say", "SendMessage"})
 
 
 def turn_context(execution: Execution, frame: Frame, flow: PlaybookFlow) -> TurnContext:
@@ -136,7 +135,7 @@ async def apply_turn(
                 f"{frame.playbook.name}:{step.line}:{step.opcode} {action.action.note}".rstrip()
             )
             for call in action.calls:
-                if call.name in _SPEECH or step.opcode == "EXE":
+                if call.name in SPEECH_CALLS or step.opcode == "EXE":
                     await invoke_call(execution, call)
                 else:
                     frame.queued.append(call)

@@ -203,32 +203,9 @@ def _huge_repeat(left: Any, right: Any) -> bool:
     return False
 
 
-_DECLARED: dict[str, tuple[type, ...]] = {
-    "int": (int,),
-    "float": (int, float),
-    "str": (str,),
-    "bool": (bool,),
-    "list": (list,),
-    "dict": (dict,),
-}
-
-
-def fits_type(value: Any, declared: str | None) -> bool:
-    """Whether a value fits a declared PAL type (unknown and generic types always fit)."""
-    if declared is None:
-        return True
-    base = declared.split("[", 1)[0].strip()
-    expected = _DECLARED.get(base)
-    if expected is None:
-        return True
-    if base != "bool" and isinstance(value, bool):
-        return False
-    return isinstance(value, expected)
-
-
 def coerce(value: Any, declared: str | None) -> Any:
     """A value converted to its declared type where that is lossless (`"3"` -> 3 for int, 3 -> 3.0 for
-    float, tuples -> lists); otherwise the value unchanged (the caller checks `fits_type`)."""
+    float, tuples -> lists); otherwise the value unchanged (pal_core.values.fits_type says whether it fits)."""
     if declared is None:
         return value
     base = declared.split("[", 1)[0].strip()

@@ -46,17 +46,9 @@ from pal_core.contract.parse import StrayCallAction
 from pal_core.errors import PalError
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import ArgKind, Call, Playbook, Step, YieldKind
+from pal_core.values import SPEECH_CALLS, fits_type
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_SPEECH = frozenset({"Say", "SendMessage"})
-_TYPES: dict[str, tuple[type, ...]] = {
-    "int": (int,),
-    "float": (int, float),
-    "str": (str,),
-    "bool": (bool,),
-    "list": (list,),
-    "dict": (dict,),
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -340,7 +332,7 @@ class _Checker:
         calls: list[Call] = []
         declared = step.call
         for call in action.calls:
-            if call.name not in _SPEECH and step.opcode not in ("QUE", "EXE"):
+            if call.name not in SPEECH_CALLS and step.opcode not in ("QUE", "EXE"):
                 self.add(
                     "V10",
                     f"step {step.line} is {step.opcode}; calls such as {call.name}(...) belong on QUE or EXE steps",
@@ -350,7 +342,7 @@ class _Checker:
             if (
                 declared is not None
                 and call.name != declared.name
-                and not (call.name in _SPEECH and declared.name in _SPEECH)
+                and not (call.name in SPEECH_CALLS and declared.name in SPEECH_CALLS)
             ):
                 self.add(
                     "V10",
@@ -358,7 +350,7 @@ class _Checker:
                     action,
                 )
                 continue
-            if call.name not in _SPEECH and not self.context.is_callable(call.name):
+            if call.name not in SPEECH_CALLS and not self.context.is_callable(call.name):
                 self.add("V10", f"{call.name} is not a playbook this agent can call", action)
                 continue
             if not self._arguments_ok(call, action):
@@ -394,15 +386,7 @@ class _Checker:
             self.add("V08", f"${name} is not a valid variable name", action)
             return
         declared = self.context.declared_types.get(name)
-        expected = _TYPES.get(declared or "")
-        if (
-            expected is not None
-            and action.literal
-            and (
-                not isinstance(action.value, expected)
-                or (declared != "bool" and isinstance(action.value, bool))
-            )
-        ):
+        if action.literal and not fits_type(action.value, declared):
             self.add(
                 "V12",
                 f"${name} is declared {declared}, but the answer sets it to {action.raw!r}",
