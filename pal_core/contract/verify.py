@@ -154,6 +154,9 @@ class _Checker:
         self.context = context
         self.flow = context.flow
         self.violations: list[Violation] = []
+        self.known: set[str] = set(context.variables)
+        """Variables that exist at this point of the answer: those of the context, plus every one set by
+        an earlier Var line or call result of the same answer (the user's reply stored, then used)."""
 
     def add(self, code: str, message: str, action: object = None) -> None:
         self.violations.append(
@@ -216,6 +219,7 @@ class _Checker:
                 continue
             if isinstance(action, VarAction):
                 self._check_var(action)
+                self.known.add(action.name)
                 if action.name == "__":
                     summary = str(action.value)
                 resolved.append(action)
@@ -359,6 +363,8 @@ class _Checker:
                 call = Call(
                     name=call.name, arguments=call.arguments, result=declared.result, natural=call.natural
                 )
+            if call.result is not None:
+                self.known.add(call.result.name)
             calls.append(call)
         return tuple(calls)
 
@@ -366,7 +372,7 @@ class _Checker:
         ok = True
         for argument in call.arguments:
             if argument.kind is ArgKind.VARIABLE:
-                if argument.value not in self.context.variables:
+                if argument.value not in self.known:
                     self.add(
                         "V10", f"argument ${argument.value} of {call.name} is not a known variable", action
                     )
