@@ -301,6 +301,10 @@ class Metadata:
     """Whether other agents and MCP clients may call the playbook."""
     meeting: bool | None = None
     """Whether the playbook is a meeting."""
+    model_callable: bool | None = None
+    """False: a model may call the playbook only at a step that names it (helpers for steps only)."""
+    requires_approval: bool | None = None
+    """True: a call the model makes on its own waits for a human's approval (refused without one)."""
     required_attendees: tuple[str, ...] = ()
     """Agents that must join a meeting before it starts."""
     optional_attendees: tuple[str, ...] = ()

@@ -57,6 +57,8 @@ def _number(value: Any) -> float:
 _METADATA_FIELDS: dict[str, Callable[[Any], Any]] = {
     "public": _bool,
     "meeting": _bool,
+    "model_callable": _bool,
+    "requires_approval": _bool,
     "required_attendees": _names,
     "optional_attendees": _names,
     "startup_mode": _str,
@@ -130,6 +132,10 @@ def metadata_to_yaml(metadata: Metadata) -> dict[str, Any]:
         data["public"] = metadata.public
     if metadata.meeting is not None:
         data["meeting"] = metadata.meeting
+    if metadata.model_callable is not None:
+        data["model_callable"] = metadata.model_callable
+    if metadata.requires_approval is not None:
+        data["requires_approval"] = metadata.requires_approval
     if metadata.required_attendees:
         data["required_attendees"] = list(metadata.required_attendees)
     if metadata.optional_attendees:

@@ -89,6 +89,27 @@ def analyze(opcode: str, text: str) -> dict[str, Any]:
     return details
 
 
+_UNTIL_RE = re.compile(
+    r"(?:done|finished|complete|stop)\s+(?:when|once|if)\s+(.+)|until\s+(.+)", re.IGNORECASE | re.DOTALL
+)
+
+
+def conversation_until(text: str) -> str | None:
+    """The condition of a conversation step, `Say(user, Ask ...); YLD for user; done when <condition>`:
+    the step and its yield repeat until the condition holds (possibly at once). None for other steps."""
+    segments = split_top_level(text, ";")
+    yielded = False
+    for segment in segments[1:]:
+        stripped = segment.strip()
+        if _INLINE_YIELD_RE.match(stripped):
+            yielded = True
+            continue
+        found = _UNTIL_RE.match(stripped)
+        if yielded and found:
+            return (found.group(1) or found.group(2)).strip()
+    return None
+
+
 def parse_yield_target(text: str) -> YieldTarget:
     """`user`, `for user`, `for meeting 100`, `agent Host`, ... -> a YieldTarget."""
     words = text.strip().split()
@@ -104,7 +125,8 @@ def parse_yield_target(text: str) -> YieldTarget:
         return YieldTarget(kind=YieldKind(head))
     if head == "meeting":
         return YieldTarget(kind=YieldKind.MEETING, name=rest)
-    if head == "agent" and rest:
+    if head == "agent":
+        # `YLD for agent` with no name: wait for whichever agent answers.
         return YieldTarget(kind=YieldKind.AGENT, name=rest)
     return YieldTarget(kind=YieldKind.UNKNOWN, name=text.strip())
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-SPEECH_CALLS = frozenset({"Say", "SendMessage"})
-"""Builtins that send a message: allowed on any step, and run at once (never queued)."""
+from pal_core.builtins import SPEECH_CALLS
+
+__all__ = ["SPEECH_CALLS", "fits_type"]
 
 _DECLARED: dict[str, tuple[type, ...]] = {
     "int": (int,),

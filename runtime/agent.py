@@ -45,6 +45,8 @@ class AgentInstance:
     """Messages received but not yet shown to the model."""
     pending_triggers: list[str] = field(default_factory=list)
     """Playbooks whose machine-checkable CND trigger became true, to run at the next step boundary."""
+    display_name: str | None = None
+    """The name it was created with (`CreateAgent("Player", name="Nova")`), if any."""
     _flows: dict[str, PlaybookFlow] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

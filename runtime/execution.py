@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pal_core.ir import Playbook, PlaybookKind
 from pal_core.messaging import Message, MessageType
+from runtime.builtins import call_builtin, is_runtime_builtin
 from runtime.errors import CallError, ControlFlow, InputExhausted, PlaybookFailed, ProgramError, RunError
 from runtime.python_api import call_function, current_execution
 from runtime.remote import RemoteCallError
@@ -23,8 +24,6 @@ from runtime.values import NotEvaluable, coerce, evaluate
 if TYPE_CHECKING:
     from runtime.agent import AgentInstance
     from runtime.program_run import ProgramRun
-
-BUILTIN_NAMES = frozenset({"Say", "SendMessage", "SaveArtifact", "LoadArtifact", "WaitForMessage"})
 
 
 class Execution:
@@ -43,7 +42,7 @@ class Execution:
 
     def is_callable(self, name: str) -> bool:
         """Whether `name` (`Func`, `Agent.Playbook`, a builtin) can be called from this agent."""
-        if name in BUILTIN_NAMES:
+        if is_runtime_builtin(name):
             return True
         agent_name, dot, playbook_name = name.rpartition(".")
         if dot:
@@ -64,8 +63,8 @@ class Execution:
         """Call any callable by name with Python values; return its result."""
         args = list(args or [])
         kwargs = dict(kwargs or {})
-        if name in BUILTIN_NAMES:
-            return await self._builtin(name, args, kwargs)
+        if is_runtime_builtin(name):
+            return await call_builtin(self, name, args, kwargs)
         agent_name, dot, playbook_name = name.rpartition(".")
         if dot:
             return await self._call_other_agent(agent_name, playbook_name, args, kwargs)
@@ -147,36 +146,6 @@ class Execution:
             return await connection.call_tool(playbook.name, arguments)
         except RemoteCallError as error:
             raise PlaybookFailed(str(error), agent=self.agent.klass, playbook=playbook.name) from error
-
-    async def _builtin(self, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        if name in ("Say", "SendMessage"):
-            target = kwargs.pop("target", None)
-            message = kwargs.pop("message", None)
-            values = [
-                *([target] if target is not None else []),
-                *args,
-                *([message] if message is not None else []),
-            ]
-            if len(values) == 1:
-                values = ["user", values[0]]
-            if len(values) != 2:
-                raise CallError(f"{name} takes a target and a message, got {len(values)} arguments")
-            await self.say(str(values[0]), str(values[1]))
-            return None
-        if name == "SaveArtifact":
-            values = [*args, *kwargs.values()]
-            if len(values) != 3:
-                raise CallError("SaveArtifact takes a name, a summary and the content")
-            return self.save_artifact(str(values[0]), str(values[1]), str(values[2]))
-        if name == "LoadArtifact":
-            values = [*args, *kwargs.values()]
-            if len(values) != 1:
-                raise CallError("LoadArtifact takes the artifact name")
-            return self.load_artifact(str(values[0]))
-        if name == "WaitForMessage":
-            source = args[0] if args else kwargs.get("source", "*")
-            return await self.wait_for_message(str(source), kwargs.get("timeout"))
-        raise CallError(f"unknown builtin {name}")  # pragma: no cover - BUILTIN_NAMES is exhaustive
 
     # --- messages --------------------------------------------------------------------------------
 

@@ -15,6 +15,11 @@ class HumanInput(Protocol):
         """The user's next message to `agent_name`, or None when there is no more input."""
         ...
 
+    @property
+    def interactive(self) -> bool:
+        """Whether anyone can still answer (a question such as an approval is refused otherwise)."""
+        ...
+
 
 class ScriptedHuman:
     """Replies from a fixed list, in order; None once they run out."""
@@ -30,6 +35,10 @@ class ScriptedHuman:
     @property
     def remaining(self) -> int:
         return len(self._messages)
+
+    @property
+    def interactive(self) -> bool:
+        return bool(self._messages)
 
 
 class ConsoleHuman:
@@ -47,6 +56,10 @@ class ConsoleHuman:
             return None
         return line.rstrip("\n")
 
+    @property
+    def interactive(self) -> bool:
+        return True
+
 
 class ChainedHuman:
     """The scripted messages first, then another source (the console)."""
@@ -60,9 +73,17 @@ class ChainedHuman:
             return await self._first.read(agent_name)
         return await self._then.read(agent_name)
 
+    @property
+    def interactive(self) -> bool:
+        return self._first.interactive or self._then.interactive
+
 
 class NoHuman:
     """Nobody to ask (a tool call over MCP, an embedded node): waiting for the user ends the run."""
 
     async def read(self, agent_name: str) -> str | None:
         return None
+
+    @property
+    def interactive(self) -> bool:
+        return False

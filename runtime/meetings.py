@@ -33,8 +33,8 @@ async def run_meeting_as_owner(
     for name in listed:
         if name not in required and name not in optional:
             optional.append(str(name))
-    required_specs = [await _attendee_spec(execution, name) for name in required]
-    optional_specs = [await _attendee_spec(execution, name) for name in optional]
+    required_specs = [await attendee_spec(execution, name) for name in required]
+    optional_specs = [await attendee_spec(execution, name) for name in optional]
     try:
         meeting = await run.meetings.create_meeting(
             execution.agent.id,
@@ -68,7 +68,7 @@ async def run_meeting_as_owner(
         run.trace(execution.agent, "meeting", playbook=playbook.name, detail=f"meeting {meeting.id} ended")
 
 
-async def _attendee_spec(execution: Execution, name: str) -> str | None:
+async def attendee_spec(execution: Execution, name: str) -> str | None:
     """The receiver spec of an attendee named by class, `agent <id>`, or `human` (creating a standby agent)."""
     cleaned = str(name).strip()
     lowered = cleaned.lower()
@@ -84,20 +84,28 @@ async def _attendee_spec(execution: Execution, name: str) -> str | None:
 
 async def join_meeting(execution: Execution, invitation: Message) -> None:
     """An invited agent accepts and runs its playbook of the meeting's name in the meeting."""
+    if invitation.meeting_id is None:
+        return
+    await join_meeting_by_id(execution, invitation.meeting_id)
+
+
+async def join_meeting_by_id(execution: Execution, meeting_id: str, playbook_name: str | None = None) -> Any:
+    """Accept the invitation to a meeting and run the meeting's playbook (or `playbook_name`) in it;
+    returns the playbook's result, or None when the agent has no such playbook (it declines)."""
     from runtime.interpreter import run_markdown
 
     run = execution.run
-    meeting_id = invitation.meeting_id
-    if meeting_id is None:
-        return
-    meeting = run.meetings.meeting(meeting_id)
-    name = meeting.playbook_name
+    try:
+        meeting = run.meetings.meeting(meeting_id)
+    except MessagingError as error:
+        raise CallError(f"no meeting {meeting_id} to join: {error}") from None
+    name = playbook_name or meeting.playbook_name
     playbook = execution.agent.playbooks.get(name) if name else None
     if playbook is None:
         await run.meetings.reject_invitation(
             meeting_id, execution.agent.id, reason=f"{execution.agent.klass} has no playbook {name}"
         )
-        return
+        return None
     await run.meetings.accept_invitation(meeting_id, execution.agent.id)
     execution.agent.state.joined_meetings.add(meeting_id)
     run.trace(execution.agent, "meeting", playbook=playbook.name, detail=f"joined meeting {meeting_id}")
@@ -111,4 +119,4 @@ async def join_meeting(execution: Execution, invitation: Message) -> None:
         ]
     from runtime.execution import Execution as _Execution
 
-    await run_markdown(_Execution(execution.agent, meeting_id=meeting_id), playbook, [], arguments)
+    return await run_markdown(_Execution(execution.agent, meeting_id=meeting_id), playbook, [], arguments)

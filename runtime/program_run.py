@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pal_core.errors import PalError
@@ -162,6 +163,21 @@ class ProgramRun:
         TriggerWatcher(instance).install()
         self.trace(instance, "agent", detail=f"{agent.name} started as agent {instance.id}")
         return instance
+
+    async def spawn_instance(self, agent: Agent, *, name: str | None = None) -> AgentInstance:
+        """One more instance of an agent class (the CreateAgent builtin), its message loop running when the
+        run is; `name` is how it introduces itself."""
+        instance = await self.create_instance(agent)
+        if name:
+            instance.display_name = str(name)
+        if self._tasks:
+            self._spawn_loop_only(instance)
+        return instance
+
+    @property
+    def program_folder(self) -> Path:
+        """The folder of the program's file (the current directory for a program built in memory)."""
+        return Path(self.program.source).resolve().parent if self.program.source else Path.cwd()
 
     async def _connect_remote(self, instance: AgentInstance) -> None:
         try:

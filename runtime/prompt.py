@@ -59,7 +59,8 @@ def build_messages(
     """The system and user messages for continuing `frame` at its current line."""
     agent = execution.agent
     playbook = frame.playbook
-    parts: list[str] = [f"# Agent {agent.klass} (id {agent.id})"]
+    named = f", named {agent.display_name}" if agent.display_name else ""
+    parts: list[str] = [f"# Agent {agent.klass} (id {agent.id}{named})"]
     if agent.ir.description:
         parts.append(agent.ir.description)
     parts.append("## The playbook you are executing\n```pal\n" + write_playbook(playbook).rstrip() + "\n```")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pal_core.contract import ContractSyntaxError, parse_answer
+from pal_core.contract import ContractSyntaxError
 from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction, VarAction, WhatAction
-from pal_core.contract.verify import ContractViolation, ExecutedStep, TurnContext, VerifiedTurn, verify
+from pal_core.contract.turn import TurnContext, describe_turn
+from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTurn, read_turn
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import Call, YieldKind
 from pal_core.values import SPEECH_CALLS
@@ -27,23 +28,27 @@ if TYPE_CHECKING:
 
 
 def turn_context(execution: Execution, frame: Frame, flow: PlaybookFlow) -> TurnContext:
-    """Where execution stands, for the verifier."""
-    variables = execution.agent.state.variables
-    known = {name: variables.type_of(name) for name in variables}
-    triggers = frozenset(
-        f"{playbook.name}:{trigger.id}:{trigger.code}"
-        for playbook in execution.agent.playbooks.values()
-        for trigger in playbook.triggers
-    )
-    return TurnContext(
-        playbook=frame.playbook,
+    """Where execution stands, as the verifier, the prompt and the local grammar all read it: built by the
+    same pal_core function `pal check-turn` uses, from what the run knows live (the agent's playbooks with
+    remote tools listed, the variables that exist and their values)."""
+    agent = execution.agent
+    variables = agent.state.variables
+    others = {
+        instance.klass: list(instance.playbooks.values())
+        for instance in execution.run.instances.values()
+        if instance.klass != agent.klass
+    }
+    return describe_turn(
+        execution.run.program,
+        agent.ir,
+        frame.playbook,
+        frame.line,
         flow=flow,
-        current_line=frame.line,
-        resumed_line=frame.last_line,
-        variables=known,
+        playbooks=agent.playbooks.values(),
+        other_playbooks=others,
+        variables={name: variables.type_of(name) for name in variables},
+        values=variables.snapshot(),
         declared_types=variables.types,
-        is_callable=execution.is_callable,
-        triggers=triggers,
         in_meeting=frame.meeting_id is not None,
     )
 
@@ -66,12 +71,21 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
         call_id, response = await run.call_model(request, execution.agent)
         text = response.text
         try:
-            turn = verify(parse_answer(text), context)
+            turn = read_turn(text, context)
         except ContractSyntaxError as error:
             problems = [f"{error.code} answer line {error.line}: {error.message}"]
         except ContractViolation as error:
             problems = [violation.format() for violation in error.violations]
         else:
+            for repaired in turn.repairs:
+                run.trace(
+                    execution.agent,
+                    "repair",
+                    playbook=frame.playbook.name,
+                    line=frame.line,
+                    model_call=call_id,
+                    detail=repaired.format(),
+                )
             frame.turns += 1
             tokens = {"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens}
             return await apply_turn(execution, frame, flow, turn, call_id, tokens)
@@ -115,10 +129,22 @@ async def apply_turn(
     returned: Any = None
     execution.agent.unread.clear()  # the model has seen them
     changes = _changes_by_step(turn, variables)
+    owned = _owned_vars(turn)
     first = True
     for index, action in enumerate(turn.actions):
         if isinstance(action, ExecutedStep):
             step = action.step
+            for line in action.implied:
+                implied = flow.by_line[line]
+                run.trace(
+                    agent,
+                    "step",
+                    playbook=frame.playbook.name,
+                    line=line,
+                    opcode=implied.opcode,
+                    model_call=call_id,
+                    detail="implied: left unwritten on the way to " + step.line,
+                )
             run.trace(
                 agent,
                 "step",
@@ -135,6 +161,8 @@ async def apply_turn(
                 f"{frame.playbook.name}:{step.line}:{step.opcode} {action.action.note}".rstrip()
             )
             for call in action.calls:
+                if call.name in action.approvals and not await ask_approval(execution, frame, call, call_id):
+                    continue
                 if call.name in SPEECH_CALLS or step.opcode == "EXE":
                     await invoke_call(execution, call)
                 else:
@@ -144,12 +172,26 @@ async def apply_turn(
             declared = variables.type_of(action.name)
             value = coerce(value, declared)
             variables.set(action.name, value)
+            if index not in owned and action.name != "__":
+                # Var lines before the first step (what the model read from the user's reply, say).
+                run.trace(
+                    agent,
+                    "assign",
+                    playbook=frame.playbook.name,
+                    line=frame.line,
+                    changed={action.name: value},
+                    model_call=call_id,
+                    detail="set before the first step of the answer",
+                )
         elif isinstance(action, ArtifactAction):
             execution.save_artifact(action.name, action.summary, action.content)
         elif isinstance(action, TriggerAction):
+            written = {call.name for call in action.calls}
             for ref in action.fired:
                 run.trace(agent, "trigger", playbook=ref.playbook, detail=str(ref), model_call=call_id)
-                frame.queued.append(Call(name=ref.playbook))
+                if ref.playbook not in written:
+                    frame.queued.append(Call(name=ref.playbook))
+            frame.queued.extend(action.calls)  # the calls the triggers make, with their arguments
         elif isinstance(action, ReturnAction):
             returned = _return_value(action, variables)
         elif isinstance(action, WhatAction):
@@ -177,6 +219,55 @@ def _changes_by_step(turn: VerifiedTurn, variables: Any) -> dict[int, dict[str, 
             value = coerce(_var_value(action, variables), variables.type_of(action.name))
             changes.setdefault(owner, {})[action.name] = value
     return changes
+
+
+def _owned_vars(turn: VerifiedTurn) -> set[int]:
+    """Indexes of the Var lines written after a step (traced with that step's changes)."""
+    owned: set[int] = set()
+    seen_step = False
+    for index, action in enumerate(turn.actions):
+        if isinstance(action, ExecutedStep):
+            seen_step = True
+        elif isinstance(action, VarAction) and seen_step:
+            owned.add(index)
+    return owned
+
+
+async def ask_approval(execution: Execution, frame: Frame, call: Call, call_id: int) -> bool:
+    """Ask the run's human whether a call the model makes on its own may run (`requires_approval: true`).
+    The question and the answer go into the trace; a run with no human to ask refuses."""
+    run = execution.run
+    agent = execution.agent
+    shown = f"{call.name}({', '.join(argument.text for argument in call.arguments)})"
+    if not run.human.interactive:
+        run.trace(
+            agent,
+            "approval",
+            playbook=frame.playbook.name,
+            line=frame.line,
+            model_call=call_id,
+            detail=f"refused {shown}: no human to approve it (non-interactive run)",
+        )
+        agent.state.session_log.add(
+            f"the call {shown} needs a human's approval and none can be asked; it did not run"
+        )
+        return False
+    await execution.say(
+        "user", f"The model wants to run {shown}, which needs your approval. Allow it? (yes/no)"
+    )
+    answer = await run.human.read(agent.klass)
+    approved = answer is not None and answer.strip().lower() in ("y", "yes", "ok", "approve", "allow")
+    run.trace(
+        agent,
+        "approval",
+        playbook=frame.playbook.name,
+        line=frame.line,
+        model_call=call_id,
+        detail=f"{'approved' if approved else 'refused'} {shown} (the user answered {answer!r})",
+    )
+    if not approved:
+        agent.state.session_log.add(f"the user refused the call {shown}; it did not run")
+    return approved
 
 
 def _var_value(action: VarAction, variables: Any) -> Any:

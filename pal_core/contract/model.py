@@ -20,7 +20,8 @@ class StepRef:
     line: str
     """The line number (`03.01`) or, for triggers, the trigger id (`T1`)."""
     code: str
-    """The opcode, or the trigger code."""
+    """The opcode, or the trigger code; empty when the answer left it out (`Step["Main:01"]`): the
+    repairs fill it from the program."""
 
     def __str__(self) -> str:
         return f"{self.playbook}:{self.line}:{self.code}"
@@ -46,6 +47,8 @@ class VarAction:
 
     name: str
     """Variable name without `$` (`__` for the return summary)."""
+    type: str | None = None
+    """The type written with the name (`Var[$x:float, 1.0]`), if any."""
     value: JsonValue
     """The value: a JSON/Python literal when it is one, else the text as written."""
     raw: str
@@ -76,6 +79,9 @@ class TriggerAction:
 
     fired: tuple[StepRef, ...] = ()
     """The triggers the model says fired; empty for `trig? no`."""
+    calls: tuple[Call, ...] = ()
+    """The calls the fired triggers make, written on the `trig?` line after them
+    (`trig? Trigger["X:T1:CND"] X(num=$n)`, the original runtime's own convention)."""
     span: Span | None = field(default=None, compare=False)
     """Where in the answer."""
 

@@ -103,8 +103,8 @@ _GLUED = re.compile(r"[\w$.]")
 _VARIABLE_CALL = re.compile(r"\$[A-Za-z_]\w*[ \t]*\(")
 _ASSIGNMENT_AT_END = re.compile(rf"(?:{ASSIGNMENT_TARGET.pattern})\Z")
 _REFERENCE = re.compile(
-    r"[ \t]*(?P<quote>[\"']?)[ \t]*(?P<playbook>[A-Za-z_][\w.]*)[ \t]*:[ \t]*(?P<line>[0-9T][\w.]*)"
-    r"[ \t]*:[ \t]*(?P<code>[A-Za-z]+)[ \t]*(?P=quote)[ \t]*"
+    r"[ \t]*(?P<quote>[\"']?)[ \t]*(?P<playbook>[A-Za-z_][\w.]*)[ \t]*:[ \t]*(?P<line>[0-9T][\w.]*"
+    r"(?:[ \t]*:[ \t]*\d+(?:\.\d+)*)*)(?:[ \t]*:[ \t]*(?P<code>[A-Za-z]+))?[ \t]*(?P=quote)[ \t]*"
 )
 _SIMPLE_REFERENCE = re.compile(
     r'(?P<tick>`)?(?P<kind>Step|Trigger)\["(?P<playbook>[A-Za-z_][\w.]*):(?P<line>\d+(?:\.\d+)*|T\d+)'
@@ -112,11 +112,16 @@ _SIMPLE_REFERENCE = re.compile(
 )
 _STEP_LINE = re.compile(r"\d+(?:\.\d+)*")
 _TRIGGER_ID = re.compile(r"T\d+")
-_VAR_NAME = re.compile(r"[ \t\n]*\$(?P<name>[A-Za-z_]\w*)[ \t\n]*")
-_TYPED_VAR_NAME = re.compile(r"[ \t\n]*\$[A-Za-z_]\w*[ \t]*:")
+_NUMBERED_TRIGGER = re.compile(r"\d{1,3}")
+_DOTTED_CODE = re.compile(r"(?P<line>[0-9T][\w.]*?)\.(?P<code>[A-Z]{3})")
+# `$name`, `$name:type` (models add the declared type), or a bare `name` (the `$` forgotten).
+_VAR_NAME = re.compile(
+    r"[ \t\n]*\$?(?P<name>[A-Za-z_]\w*)(?:[ \t]*:[ \t]*(?P<type>[A-Za-z_][\w.]*(?:\[[^\]\n]*\])?))?[ \t\n]*"
+)
 _YIELD_TEXT = re.compile(r"[ \t]*`?[ \t]*yld\b(?![ \t]*\?)(?P<rest>[^\n]*)", re.IGNORECASE)
 _YIELD_TAIL = re.compile(r"[,;(`]|\s[-–—]\s")
 _NO_TRIGGER = re.compile(r"(?:no|none|nothing)\b", re.IGNORECASE)
+_CLAIMS_TRIGGER = re.compile(r"(?:yes|true|fired|triggered)\b", re.IGNORECASE)
 _FENCE_OPEN = re.compile(r"[ \t]*```[\w+.-]*[ \t]*\Z")
 _PUNCTUATION_ONLY = re.compile(r"[\s\-*+,;:.`|]*\Z")
 _PYTHON_KEYWORDS = frozenset(keyword.kwlist)
@@ -139,6 +144,30 @@ def parse_answer(text: str) -> Answer:
 
 
 _RESTART = re.compile(r"recap[ \t]*[-–—:]")
+
+
+_BARE_CALL = re.compile(r"[ \t]*(?:[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)[ \t]*\(.*\)[ \t]*\Z", re.DOTALL)
+
+
+def _bare_call(piece: str) -> Call | None:
+    """`X(num=$n)` written without backticks after a fired trigger, else None."""
+    if not _BARE_CALL.match(piece):
+        return None
+    try:
+        return parse_call(piece.strip())
+    except InlineError:
+        return None
+
+
+def _reference_line(written: str, trigger: bool) -> str | None:
+    """The line of a reference as the program numbers it: `05:01` is `05.01` (a colon for the dot), and
+    a trigger may be numbered `01` for `T1`; None when it is neither a line nor a trigger id."""
+    line = re.sub(r"[ \t]*:[ \t]*", ".", written)
+    if _TRIGGER_ID.fullmatch(line):
+        return line  # a Step naming a trigger (`Step["TooBig:T1"]`): the repairs decide what it means
+    if trigger:
+        return f"T{int(line)}" if _NUMBERED_TRIGGER.fullmatch(line) else None
+    return line if _STEP_LINE.fullmatch(line) else None
 
 
 def _restart_after(source: str, error: ContractSyntaxError) -> int | None:
@@ -212,6 +241,8 @@ class _AnswerReader:
         """Where the line being read starts."""
         self.line_number = 1
         """The number of the line being read, 1-based."""
+        self.inline_span_at: int | None = None
+        """Where a call shares the backtick span of the Step before it: read it as its own span."""
 
     def read(self, raw: str) -> Answer:
         text = self.text
@@ -297,27 +328,47 @@ class _AnswerReader:
             return end
         items, end = self._scan(rest_start, end)
         fired: list[StepRef] = []
+        calls: list[Call] = []
         words: list[str] = []
         for item in items:
             if isinstance(item, _Text):
-                words.append(text[item.start : item.end])
+                piece = text[item.start : item.end]
+                call = _bare_call(piece) if fired else None
+                if call is not None:
+                    calls.append(call)
+                else:
+                    words.append(piece)
             elif item.kind == "Trigger":
                 fired.append(self._reference(item, trigger=True))
+            elif item.kind == "call" and fired:
+                # `trig? Trigger["X:T1:CND"] `X(n=$n)``: the call the fired trigger makes.
+                calls.append(self._call(item, None))
             else:
                 raise answer_error(
-                    text, item.start, BAD_TRIGGER_CHECK, 'only `Trigger["PB:T1:CODE"]` may follow `trig?`'
+                    text,
+                    item.start,
+                    BAD_TRIGGER_CHECK,
+                    'only `Trigger["PB:T1:CODE"]` and the calls the triggers make may follow `trig?`',
                 )
         said = " ".join(words).strip(" \t`")
-        if not fired and not _NO_TRIGGER.match(said):
+        if not fired and _CLAIMS_TRIGGER.match(said):
             raise answer_error(
                 text,
                 skip_blanks(text, rest_start, end),
                 BAD_TRIGGER_CHECK,
                 'after `trig?` write `no` or the triggers that fired, as `Trigger["Main:T1:CND"]`',
             )
+        if not fired and said and not _NO_TRIGGER.match(said):
+            # `trig? already triggered CheckOrder`: prose that fires nothing; kept for the trace.
+            self.commentary.append(text[start:end].strip())
+            return end
         if fired and said:
             self.commentary.append(text[start:end].strip())  # keeps "already triggered" and the like
-        self._add(TriggerAction(fired=tuple(fired), span=self._span(skip_blanks(text, start, end), end)))
+        self._add(
+            TriggerAction(
+                fired=tuple(fired), calls=tuple(calls), span=self._span(skip_blanks(text, start, end), end)
+            )
+        )
         return end
 
     def _read_action_line(self, start: int, end: int) -> int:
@@ -422,10 +473,9 @@ class _AnswerReader:
         name = _VAR_NAME.fullmatch(name_part)
         if name is None:
             at = item.open + 1 + len(name_part) - len(name_part.lstrip())
-            hint = " (a Var takes no type)" if _TYPED_VAR_NAME.match(name_part) else ""
             shown = name_part.strip()[:40]
             raise answer_error(
-                text, at, BAD_VARIABLE, f"a Var name must be `$identifier`, not `{shown}`{hint}", len(shown)
+                text, at, BAD_VARIABLE, f"a Var name must be `$identifier`, not `{shown}`", len(shown)
             )
         raw = body[comma + 1 :].strip() if comma >= 0 else ""
         if not raw:
@@ -437,7 +487,9 @@ class _AnswerReader:
                 item.close + 1 - item.start,
             )
         value, literal = parse_value(raw)
-        return VarAction(name=name.group("name"), value=value, raw=raw, literal=literal, span=span)
+        return VarAction(
+            name=name.group("name"), type=name.group("type"), value=value, raw=raw, literal=literal, span=span
+        )
 
     def _artifact(self, item: _Construct, span: Span) -> ArtifactAction:
         call = self._call(item, None)
@@ -476,8 +528,12 @@ class _AnswerReader:
         text = self.text
         body = text[item.open + 1 : item.close]
         found = _REFERENCE.fullmatch(body)
-        pattern = _TRIGGER_ID if trigger else _STEP_LINE
-        if found is None or not pattern.fullmatch(found.group("line")):
+        written, code = (found.group("line"), found.group("code")) if found is not None else ("", None)
+        dotted = _DOTTED_CODE.fullmatch(written) if code is None else None
+        if dotted is not None:  # `Main:03.CND`: a dot for the colon before the code
+            written, code = dotted.group("line"), dotted.group("code")
+        line = _reference_line(written, trigger) if found is not None else None
+        if line is None:
             example = '"Main:T1:CND"' if trigger else '"Main:03.01:QUE"'
             form = "Playbook:Tn:Code" if trigger else "Playbook:Line:Code"
             raise answer_error(
@@ -487,7 +543,7 @@ class _AnswerReader:
                 f"{item.kind}[...] needs a reference `{form}`, such as {example}",
                 item.close - item.open - 1 if "\n" not in body else 0,
             )
-        return StepRef(playbook=found.group("playbook"), line=found.group("line"), code=found.group("code"))
+        return StepRef(playbook=found.group("playbook"), line=line, code=code or "")
 
     def _span(self, start: int, end: int) -> Span:
         """Where `text[start:end]` is; `start` is on the line being read or a later one."""
@@ -509,6 +565,12 @@ class _AnswerReader:
         items: list[_Construct | _Text] = []
         cursor = search_from = start
         while True:
+            if self.inline_span_at is not None and self.inline_span_at == cursor:
+                self.inline_span_at = None
+                item, cursor = self._backtick(cursor - 1, end)
+                items.append(item)
+                search_from = cursor
+                continue
             found = _ANCHOR.search(text, search_from, end)
             if found is None:
                 if cursor < end:
@@ -613,7 +675,13 @@ class _AnswerReader:
         if after < len(text) and text[after] == "`":
             return after + 1
         if after < len(text) and text[after] != "\n":
-            if text.find("`", after, line_end(text, after)) >= 0:
+            closing = text.find("`", after, line_end(text, after))
+            if item.kind == "Step" and closing >= 0 and _SPAN_HEAD.match(text, after, closing):
+                # `Step["Main:01:QUE"] Say("user", "Hi")` in one backtick span: the call is read as if it
+                # had backticks of its own.
+                self.inline_span_at = after
+                return after
+            if closing >= 0:
                 raise answer_error(
                     text,
                     after,

@@ -16,16 +16,15 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from pal_core.contract.turn import TurnContext
 from pal_core.flow import EdgeKind
-from pal_core.ir import ArgKind, Call, JsonValue, Program, Step
+from pal_core.ir import ArgKind, Call, JsonValue, Step
 from runtime.local.turns import (
     SPEECH,
     TurnLimits,
     TurnPlan,
-    TurnSpec,
     ValueKind,
     argument_text,
     returns_value,
@@ -57,8 +56,10 @@ class ExampleTurn:
     """What the turn was asked to do, in the words a prompt would use."""
     answer: str
     """The model's answer."""
-    spec: TurnSpec
+    context: TurnContext
     """The turn the answer belongs to (its grammar admits the answer)."""
+    resume_after: str | None = None
+    """The line the example resumes after (None: it starts at the context's current line)."""
 
     def messages(self) -> tuple[ChatMessage, ChatMessage]:
         """The example as a user/assistant pair of chat messages."""
@@ -67,39 +68,22 @@ class ExampleTurn:
         )
 
 
-def build_example_turns(
-    program: Program,
-    agent: str,
-    playbook: str,
-    variables: Mapping[str, JsonValue] | None = None,
-    limits: TurnLimits | None = None,
-) -> tuple[ExampleTurn, ...]:
-    """Up to two example turns of `agent.playbook` (one when the playbook has only one way through a
-    turn). Raises GrammarError for an unknown agent or playbook, as the grammar generator does."""
-    base = TurnSpec(
-        program=program,
-        agent=agent,
-        playbook=playbook,
-        variables=dict(variables or {}),
-        limits=limits or TurnLimits(),
-    )
-    first_plan = TurnPlan(base)
-    first = _ExampleWriter(first_plan, base).write(first_plan.entries[0], avoid=None, resumed=False)
+def build_example_turns(context: TurnContext, *, limits: TurnLimits | None = None) -> tuple[ExampleTurn, ...]:
+    """Up to two example turns of the context's playbook (one when the playbook has only one way through a
+    turn), from its first line, whatever the current line: examples stay the same for the whole playbook,
+    so a prompt's stable prefix can hold them. Raises GrammarError as the grammar generator does."""
+    limits = limits or TurnLimits()
+    base = replace(context, current_line=context.flow.first)
+    first_plan = TurnPlan(base, limits=limits)
+    first = _ExampleWriter(first_plan).write(first_plan.entries[0], avoid=None, resumed=False)
     examples = [first]
     last = first.path[-1]
     if first_plan.continuations[last] and first.ending not in ("return", "exit"):
-        resumed = TurnSpec(
-            program=program,
-            agent=agent,
-            playbook=playbook,
-            resume_after=last,
-            variables={**base.variables, **first.values},
-            limits=base.limits,
-        )
-        plan = TurnPlan(resumed)
-        examples.append(_ExampleWriter(plan, resumed).write(plan.entries[0], avoid=None, resumed=True))
+        resumed = replace(base, values={**base.values, **first.values})
+        plan = TurnPlan(resumed, limits=limits, resume_after=last)
+        examples.append(_ExampleWriter(plan).write(plan.entries[0], avoid=None, resumed=True))
     else:
-        other = _ExampleWriter(first_plan, base).write(first_plan.entries[0], avoid=first.path, resumed=False)
+        other = _ExampleWriter(first_plan).write(first_plan.entries[0], avoid=first.path, resumed=False)
         if other.path != first.path:
             examples.append(other)
     return tuple(example.turn for example in examples)
@@ -125,11 +109,10 @@ class _Example:
 
 
 class _ExampleWriter:
-    def __init__(self, plan: TurnPlan, spec: TurnSpec) -> None:
+    def __init__(self, plan: TurnPlan) -> None:
         self.plan = plan
-        self.spec = spec
-        self.limits = spec.limits
-        self.values: dict[str, JsonValue] = dict(spec.variables)
+        self.limits = plan.limits
+        self.values: dict[str, JsonValue] = dict(plan.context.values)
         self.set_here: dict[str, JsonValue] = {}
 
     def write(self, entry: str, avoid: tuple[str, ...] | None, resumed: bool) -> _Example:
@@ -138,14 +121,14 @@ class _ExampleWriter:
         path = self._path(entry, avoid)
         lines: list[str] = []
         if resumed:
-            asked = self._asked_before(self.spec.resume_after or "")
+            asked = self._asked_before(self.plan.resume_after or "")
             situation = f"Continue executing {name} at line {entry}."
             if asked:
                 said = ", ".join(f"{variable} is {_json(self._placeholder(variable))}" for variable in asked)
-                situation += f" (The reply to line {self.spec.resume_after} says: {said}.)"
+                situation += f" (The reply to line {self.plan.resume_after} says: {said}.)"
             lines.append(
                 "recap – "
-                + _clip(f"{name} resumed after line {self.spec.resume_after}", self.limits.line_chars)
+                + _clip(f"{name} resumed after line {self.plan.resume_after}", self.limits.line_chars)
             )
         else:
             asked = ()
@@ -165,7 +148,12 @@ class _ExampleWriter:
                 lines.append(f"yld {ending}")
             else:
                 lines.append("trig? no")
-        turn = ExampleTurn(situation=situation, answer="\n".join(lines), spec=self.spec)
+        turn = ExampleTurn(
+            situation=situation,
+            answer="\n".join(lines),
+            context=plan.context,
+            resume_after=plan.resume_after,
+        )
         return _Example(turn=turn, path=path, ending=ending, values=dict(self.set_here))
 
     # The path ------------------------------------------------------------------------------------
@@ -278,14 +266,14 @@ class _ExampleWriter:
         return f"{result}{call.name}({', '.join(arguments)})"
 
     def _condition_note(self, step: Step, following: str | None) -> str:
-        """`true, <condition>` when the body is entered, `false, ...` when it is skipped or the loop ends."""
+        """`yes — <condition>` when the body is entered, `no — ...` when it is skipped or the loop ends."""
         entered = any(
             edge.kind is EdgeKind.ENTER and edge.target == following
             for edge in self.plan.flow.edges_from(step.line)
         )
         condition = step.condition.expression if step.condition is not None else step.text
-        note = f"{'true' if entered else 'false'}, {condition}".strip(", ")
-        return _clip(_NOT_IN_NOTES.sub("", note), self.limits.note_chars)
+        reason = _clip(_NOT_IN_NOTES.sub("", condition).strip(), self.limits.note_chars) or "as stated"
+        return f"{'yes' if entered else 'no'} — {reason}"
 
     # Values --------------------------------------------------------------------------------------
 

@@ -30,13 +30,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pal_core.contract.turn import TurnContext
+from pal_core.flow import END, EdgeKind
 from pal_core.ir import ArgKind, Call, Step
 from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
 from runtime.local.turns import (
     SPEECH,
     Callee,
+    TurnLimits,
     TurnPlan,
-    TurnSpec,
     ValueKind,
     argument_text,
     returns_value,
@@ -66,10 +68,13 @@ class TurnGrammar:
     """Number of rules (a size measure)."""
 
 
-def build_turn_grammar(spec: TurnSpec) -> TurnGrammar:
-    """The GBNF grammar of the next turn described by `spec`. Raises GrammarError when the spec names
-    something the program does not have, or the turn would start on a step no answer can end."""
-    plan = TurnPlan(spec)
+def build_turn_grammar(
+    context: TurnContext, *, limits: TurnLimits | None = None, resume_after: str | None = None
+) -> TurnGrammar:
+    """The GBNF grammar of the next turn at the context's current line (or after `resume_after`). Raises
+    GrammarError when the playbook cannot run turn by turn, or the turn would start on a step no answer
+    can end."""
+    plan = TurnPlan(context, limits=limits, resume_after=resume_after)
     builder = _GrammarBuilder(plan)
     text = builder.build()
     return TurnGrammar(text=text, entries=plan.entries, max_steps=plan.budget, rule_count=len(builder.rules))
@@ -78,7 +83,7 @@ def build_turn_grammar(spec: TurnSpec) -> TurnGrammar:
 class _GrammarBuilder:
     def __init__(self, plan: TurnPlan) -> None:
         self.plan = plan
-        self.limits = plan.spec.limits
+        self.limits = plan.limits
         self.rules = RuleSet()
 
     # The turn -------------------------------------------------------------------------------------
@@ -97,7 +102,7 @@ class _GrammarBuilder:
         root = f"{recap} {line_text} {plan_head} {line_text} {_NEWLINE} {alternatives(opening)}"
         self.rules.define("root", root)
         header = (
-            f"# PAL turn grammar: {plan.agent.name}.{plan.playbook.name} from line "
+            f"# PAL turn grammar: {plan.context.agent}.{plan.playbook.name} from line "
             f"{' or '.join(plan.entries)}, at most {plan.budget} steps\n"
         )
         return header + self.rules.text()
@@ -110,16 +115,45 @@ class _GrammarBuilder:
         name = rule_name("fin", line) if mandatory else rule_name("st", line, str(remaining))
         if name in self.rules:
             return name
-        tails = [literal(f"yld {word}") for word in plan.exit_words(line, remaining)]
+        ends = [literal(f"yld {word}") for word in plan.exit_words(line, remaining)]
+        if not mandatory:
+            fired = self._fired()
+            if fired is not None:
+                ends.append(fired)
         following = plan.next_lines(line, remaining)
+        step = plan.steps[line]
+        if step.opcode == "CND" and step.children:
+            # The answer states the outcome (`yes — reason` / `no — reason`) and the path must follow it.
+            edges = plan.flow.edges_from(line)
+            entered = {edge.target for edge in edges if edge.kind is EdgeKind.ENTER}
+            leaves = any(edge.target == END for edge in edges if edge.kind is not EdgeKind.ENTER)
+            words = plan.exit_words(line, remaining)
+            outcomes = []
+            for word, targets in (
+                ("yes", [target for target in following if target in entered]),
+                ("no", [target for target in following if target not in entered]),
+            ):
+                # `yld return` only where this outcome leaves the playbook.
+                tails = [
+                    literal(f"yld {ending}")
+                    for ending in words
+                    if ending != "return" or (word == "no" and leaves)
+                ]
+                if not mandatory and self._fired() is not None:
+                    tails.append(self._fired())
+                if not targets and not tails:
+                    continue
+                if targets:
+                    nexts = alternatives(self._state(target, remaining - 1) for target in targets)
+                    tails.append(f"{_TRIG_NO} {nexts}")
+                head = literal(f'`Step["{plan.ref(line)}"]` {word} — ')
+                outcomes.append(f"{head} {self._reason()} {_NEWLINE} {alternatives(tails)}")
+            return self.rules.define(name, alternatives(outcomes))
+        tails = list(ends)
         if following:
             # Loops revisit a line only with fewer steps left, so this recursion always ends.
             nexts = alternatives(self._state(target, remaining - 1) for target in following)
             tails.append(f"{_TRIG_NO} {nexts}")
-        if not mandatory:
-            fired = self._fired()
-            if fired is not None:
-                tails.append(fired)
         return self.rules.define(name, f"{self._step(line)} {alternatives(tails)}")
 
     def _fired(self) -> str | None:
@@ -278,6 +312,12 @@ class _GrammarBuilder:
         first = char_class(" `[]" + _NOTE_OPENERS_EXCLUDED, _CONTROL, negated=True)
         self.rules.define("note-char", char_class("`[]", _CONTROL, negated=True))
         return self.rules.define("note", f"{first} note-char{{0,{self.limits.note_chars - 1}}}")
+
+    def _reason(self) -> str:
+        """The reason after a CND's `yes — ` / `no — `: any first character (nothing there reads as `yld`)."""
+        first = char_class(" `[]", _CONTROL, negated=True)
+        self.rules.define("note-char", char_class("`[]", _CONTROL, negated=True))
+        return self.rules.define("reason", f"{first} note-char{{0,{self.limits.note_chars - 1}}}")
 
     def _value(self, kind: ValueKind) -> str:
         """The rule for a JSON value of `kind`, defining it (and what it uses) on first use."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pal_core.contract import StepRef
 from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.grammar import build_turn_grammar
-from runtime.local.turns import Callee, GrammarError, TurnSpec
+from runtime.local.turns import GrammarError
+from runtime.turns import turn_context
 
 if TYPE_CHECKING:
     from pal_core.flow import PlaybookFlow
@@ -23,56 +23,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("runtime.local")
 
 
-def turn_spec(execution: Execution, frame: Frame) -> TurnSpec:
-    """The TurnSpec of the frame's next turn, from the running agent's state."""
-    agent = execution.agent
-    variables = agent.state.variables
-    return TurnSpec(
-        program=execution.run.program,
-        agent=agent.klass,
-        playbook=frame.playbook.name,
-        current_line=frame.line,
-        variables=variables.snapshot(),
-        declared_types=variables.types,
-        callees=_callees(execution, frame.playbook.name),
-        triggers=tuple(
-            StepRef(playbook=playbook.name, line=trigger.id, code=trigger.code)
-            for playbook in agent.playbooks.values()
-            for trigger in playbook.triggers
-            if trigger.code in ("CND", "EVT")
-        ),
-    )
-
-
-def _callees(execution: Execution, running: str) -> tuple[Callee, ...]:
-    """The agent's other playbooks (remote tools included once listed) and the other agents' public ones."""
-    agent = execution.agent
-    found = [
-        Callee(name=playbook.name, parameters=tuple(parameter.name for parameter in playbook.parameters))
-        for playbook in agent.playbooks.values()
-        if playbook.name != running
-    ]
-    for other in execution.run.program.agents:
-        if other.name == agent.klass:
-            continue
-        instance = execution.run.instance_by_class(other.name)
-        playbooks = instance.playbooks.values() if instance is not None else other.playbooks
-        found.extend(
-            Callee(
-                name=f"{other.name}.{playbook.name}",
-                parameters=tuple(parameter.name for parameter in playbook.parameters),
-            )
-            for playbook in playbooks
-            if playbook.public and execution.is_callable(f"{other.name}.{playbook.name}")
-        )
-    return tuple(found)
-
-
 def turn_grammar(execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
     """The GBNF grammar of the frame's next turn; None (unconstrained, the verifier still checks) when
     no grammar can describe it, which is logged."""
     try:
-        return build_turn_grammar(turn_spec(execution, frame)).text
+        return build_turn_grammar(turn_context(execution, frame, flow)).text
     except GrammarError as error:
         logger.warning("no grammar for %s at line %s: %s", frame.playbook.name, frame.line, error)
         return None
@@ -80,14 +35,8 @@ def turn_grammar(execution: Execution, frame: Frame, flow: PlaybookFlow) -> str 
 
 def turn_examples(execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
     """Two example turns of the running playbook, built from the program, as a prompt block."""
-    agent = execution.agent
     try:
-        turns = build_example_turns(
-            execution.run.program,
-            agent.klass,
-            frame.playbook.name,
-            variables=agent.state.variables.snapshot(),
-        )
+        turns = build_example_turns(turn_context(execution, frame, flow))
     except GrammarError as error:
         logger.warning("no example turns for %s: %s", frame.playbook.name, error)
         return None

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from pal_core.contract import StepRef
+from pal_core.contract.turn import Callee, CalleeKind, TurnContext, describe_turn
 from pal_core.errors import PalError
 from pal_core.flow import END, EdgeKind, PlaybookFlow
 from pal_core.ir import (
-    Agent,
     ArgKind,
     Argument,
     Call,
@@ -97,16 +97,6 @@ def kind_of_value(value: JsonValue) -> ValueKind:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Callee:
-    """A playbook or function the answer may queue by name in a step with no call written."""
-
-    name: str
-    """The name as called: `Playbook` or `Agent.Playbook`."""
-    parameters: tuple[str, ...] = ()
-    """Parameter names in order; the answer passes at most this many positional arguments."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnLimits:
     """Caps that keep a turn short and the grammar finite."""
 
@@ -134,35 +124,6 @@ class TurnLimits:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"TurnLimits.{name} must be a positive integer, not {value!r}")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnSpec:
-    """Everything a turn's grammar depends on."""
-
-    program: Program
-    """The running program."""
-    agent: str
-    """The agent whose playbook runs."""
-    playbook: str
-    """The markdown playbook the turn executes."""
-    current_line: str | None = None
-    """The line the turn executes first. Give this or `resume_after`; neither: the playbook's first line."""
-    resume_after: str | None = None
-    """The line executed last (a YLD, typically): the turn starts at any line that may follow it."""
-    variables: Mapping[str, JsonValue] = field(default_factory=dict)
-    """Current variable values (names without `$`): the only `$variables` a call may pass besides the
-    playbook's parameters; they also add names and, for undeclared ones, types."""
-    declared_types: Mapping[str, str] = field(default_factory=dict)
-    """Types declared anywhere in the agent (`$x:int`), as the verifier knows them; they win over what
-    the playbook's own text declares."""
-    callees: tuple[Callee, ...] | None = None
-    """What a step with no call written may queue; None: every other playbook of the agent and every
-    public playbook of the other agents."""
-    triggers: tuple[StepRef, ...] | None = None
-    """Triggers the answer may report as fired; None: every CND and EVT trigger of the agent."""
-    limits: TurnLimits = TurnLimits()
-    """Length caps."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -224,11 +185,16 @@ class TurnPlan:
     can end. A step whose yield target is unknown can end no turn, so no path enters it.
     """
 
-    def __init__(self, spec: TurnSpec) -> None:
-        self.spec = spec
-        self.agent = _agent(spec)
-        self.playbook = _markdown_playbook(self.agent, spec.playbook)
-        self.flow = PlaybookFlow(self.playbook)
+    def __init__(
+        self, context: TurnContext, *, limits: TurnLimits | None = None, resume_after: str | None = None
+    ) -> None:
+        self.context = context
+        self.limits = limits or TurnLimits()
+        self.resume_after = resume_after
+        """The line executed last (a YLD, typically): the turn starts at any line that may follow it,
+        instead of at the context's current line."""
+        self.playbook = _markdown_playbook(context)
+        self.flow = context.flow
         self.steps: dict[str, Step] = dict(self.flow.by_line)
         self.blocked = frozenset(line for line, step in self.steps.items() if _dead_end(step))
         """Lines whose yield target is unknown: no answer through them passes the verifier."""
@@ -244,20 +210,26 @@ class TurnPlan:
         """Fewest steps from a line to a turn end the program itself calls for (math.inf: none)."""
         self.entries: tuple[str, ...] = self._entries()
         """Lines the turn may start at."""
-        self.budget = spec.limits.max_steps
+        self.budget = self.limits.max_steps
         """The most steps a turn may execute."""
-        self.variables = _variable_kinds(self.playbook, spec.variables, spec.declared_types)
+        self.variables = _variable_kinds(self.playbook, context.values, context.declared_types)
         """Every variable the answer may set, with the kind of value it holds."""
         self.existing = tuple(
-            dict.fromkeys([*(parameter.name for parameter in self.playbook.parameters), *spec.variables])
+            dict.fromkeys([*(parameter.name for parameter in self.playbook.parameters), *context.variables])
         )
         """Variables that exist now: what a call the answer chooses may pass as `$name`."""
-        self.callees = (
-            spec.callees
-            if spec.callees is not None
-            else _default_callees(spec.program, self.agent, self.playbook.name)
+        # What a step in words may call: the context's callees a model may call on its own, but for the
+        # builtins (speech is written per step) and the running playbook (calling itself is a slip).
+        self.callees: tuple[Callee, ...] = tuple(
+            callee
+            for callee in context.callees.values()
+            if callee.kind is not CalleeKind.BUILTIN
+            and callee.model_callable
+            and callee.name != self.playbook.name
         )
-        self.triggers = spec.triggers if spec.triggers is not None else _default_triggers(self.agent)
+        self.triggers: tuple[StepRef, ...] = tuple(
+            info.ref for info in context.triggers.values() if info.ref.code in ("CND", "EVT")
+        )
 
     def _targets(self, line: str) -> list[str]:
         return [edge.target for edge in self.flow.edges_from(line)]
@@ -296,24 +268,19 @@ class TurnPlan:
         return distance
 
     def _entries(self) -> tuple[str, ...]:
-        spec = self.spec
         name = self.playbook.name
-        if spec.current_line is not None and spec.resume_after is not None:
-            raise GrammarError(f"{name}: give the current line or the line to resume after, not both")
-        if spec.current_line is not None:
-            if spec.current_line not in self.steps:
-                raise GrammarError(f"{name} has no line {spec.current_line}")
-            entries: tuple[str, ...] = (spec.current_line,)
-        elif spec.resume_after is not None:
-            if spec.resume_after not in self.steps:
-                raise GrammarError(f"{name} has no line {spec.resume_after}")
-            entries = self.continuations[spec.resume_after]
+        resume_after = self.resume_after
+        if resume_after is not None:
+            if resume_after not in self.steps:
+                raise GrammarError(f"{name} has no line {resume_after}")
+            entries: tuple[str, ...] = self.continuations[resume_after]
             if not entries:
-                raise GrammarError(f"{name}: nothing follows line {spec.resume_after}; the playbook is done")
-        elif not self.steps:
-            raise GrammarError(f"{name} has no steps to execute")
+                raise GrammarError(f"{name}: nothing follows line {resume_after}; the playbook is done")
         else:
-            entries = (self.flow.first,)
+            current = self.context.current_line
+            if current not in self.steps:
+                raise GrammarError(f"{name} has no line {current}")
+            entries = (current,)
         usable = tuple(line for line in entries if line not in self.blocked)
         if not usable:
             target = self.steps[entries[0]].yield_target
@@ -371,24 +338,72 @@ class TurnPlan:
         return value_kind(declared)
 
 
-def _agent(spec: TurnSpec) -> Agent:
-    agent = spec.program.agent(spec.agent)
-    if agent is None:
-        known = ", ".join(candidate.name for candidate in spec.program.agents) or "none"
-        raise GrammarError(f"the program has no agent `{spec.agent}` (agents: {known})")
-    return agent
-
-
-def _markdown_playbook(agent: Agent, name: str) -> Playbook:
-    playbook = agent.playbook(name)
-    if playbook is None:
-        known = ", ".join(candidate.name for candidate in agent.playbooks) or "none"
-        raise GrammarError(f"agent `{agent.name}` has no playbook `{name}` (playbooks: {known})")
+def _markdown_playbook(context: TurnContext) -> Playbook:
+    playbook = context.playbook
     if playbook.kind is not PlaybookKind.MARKDOWN or not playbook.steps:
         raise GrammarError(
-            f"`{agent.name}.{name}` is not a markdown playbook with steps; only those run turn by turn"
+            f"`{context.agent}.{playbook.name}` is not a markdown playbook with steps; only those run turn by turn"
         )
     return playbook
+
+
+def local_context(
+    program: Program,
+    agent: str,
+    playbook: str,
+    *,
+    current_line: str | None = None,
+    variables: Mapping[str, JsonValue] | None = None,
+    callees: tuple[str | Callee, ...] | None = None,
+    triggers: tuple[StepRef, ...] | None = None,
+) -> TurnContext:
+    """The TurnContext of `agent.playbook` of a program at `current_line` (default: its first line), where
+    `variables` exist with these values. `callees` / `triggers`, when given, keep only those names (as
+    a run whose agent lists fewer tools would). Raises GrammarError for an unknown agent or playbook."""
+    agent_ir = program.agent(agent)
+    if agent_ir is None:
+        known = ", ".join(candidate.name for candidate in program.agents) or "none"
+        raise GrammarError(f"the program has no agent `{agent}` (agents: {known})")
+    playbook_ir = next(
+        (candidate for candidate in agent_ir.playbooks if candidate.name == playbook and candidate.steps),
+        agent_ir.playbook(playbook),
+    )
+    if playbook_ir is None:
+        known = ", ".join(candidate.name for candidate in agent_ir.playbooks) or "none"
+        raise GrammarError(f"agent `{agent}` has no playbook `{playbook}` (playbooks: {known})")
+    flow = PlaybookFlow(playbook_ir)
+    values = dict(variables or {})
+    context = describe_turn(
+        program,
+        agent_ir,
+        playbook_ir,
+        current_line or flow.first,
+        flow=flow,
+        variables=dict.fromkeys(values),  # no declared types: each kind is read from the value
+        values=values,
+    )
+    if callees is not None:
+        # Names keep the program's callees of that name; Callee objects stand for what a run would list
+        # (a remote agent's tools, say).
+        given = {callee.name: callee for callee in callees if isinstance(callee, Callee)}
+        kept = {callee for callee in callees if isinstance(callee, str)}
+        context = replace(
+            context,
+            callees={
+                **{
+                    name: callee
+                    for name, callee in context.callees.items()
+                    if name in kept or callee.kind is CalleeKind.BUILTIN
+                },
+                **given,
+            },
+        )
+    if triggers is not None:
+        kept_refs = {str(ref) for ref in triggers}
+        context = replace(
+            context, triggers={key: info for key, info in context.triggers.items() if key in kept_refs}
+        )
+    return context
 
 
 def _variable_kinds(
@@ -421,36 +436,6 @@ def _variable_kinds(
         if kinds.get(name, ValueKind.ANY) is ValueKind.ANY:
             kinds[name] = kind_of_value(value)
     return kinds
-
-
-def _default_callees(program: Program, agent: Agent, running: str) -> tuple[Callee, ...]:
-    # The running playbook is left out: a step in words that calls its own playbook is a slip, not a plan.
-    callees = [
-        Callee(name=playbook.name, parameters=tuple(parameter.name for parameter in playbook.parameters))
-        for playbook in agent.playbooks
-        if playbook.name != running
-    ]
-    for other in program.agents:
-        if other.name == agent.name:
-            continue
-        callees.extend(
-            Callee(
-                name=f"{other.name}.{playbook.name}",
-                parameters=tuple(parameter.name for parameter in playbook.parameters),
-            )
-            for playbook in other.playbooks
-            if playbook.public
-        )
-    return tuple(callees)
-
-
-def _default_triggers(agent: Agent) -> tuple[StepRef, ...]:
-    return tuple(
-        StepRef(playbook=playbook.name, line=trigger.id, code=trigger.code)
-        for playbook in agent.playbooks
-        for trigger in playbook.triggers
-        if trigger.code in ("CND", "EVT")
-    )
 
 
 def say_target(call: Call) -> str:

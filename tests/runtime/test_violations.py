@@ -11,6 +11,7 @@ from runtime.errors import RunError
 from runtime.execution import Execution
 from runtime.models import ScriptedModel
 from runtime.program_run import ProgramRun, RunLimits
+from runtime.trace import Tracer
 
 pytestmark = pytest.mark.anyio
 
@@ -114,21 +115,21 @@ async def test_a_bad_later_answer_is_rejected_and_the_retry_names_the_rule(rule:
     assert "leaked" not in run.instances["1000"].state.variables
 
 
-async def test_ret_without_a_summary_is_rejected() -> None:
-    model = ScriptedModel(
-        [
-            '`Step["Describe:01:RET"]` `Return["A small shop"]`\nyld return',
-            '`Step["Describe:01:RET"]` `Return["A small shop"]` `Var[$__, "Described the shop."]`\nyld return',
-        ]
-    )
-    run = ProgramRun(PROGRAM, model=model)
+async def test_ret_without_a_summary_is_repaired_not_rejected() -> None:
+    # A missing `$__` summary is benign (repair R06): the runtime writes one, the model is not asked again,
+    # and the repair is in the trace.
+    model = ScriptedModel(['`Step["Describe:01:RET"]` `Return["A small shop"]`\nyld return'])
+    tracer = Tracer()
+    run = ProgramRun(PROGRAM, model=model, tracer=tracer)
     await run.start()
     try:
         value = await Execution(await run.agent_instance("Shop")).call_playbook("Describe")
     finally:
         await run.shutdown()
     assert value == "A small shop"
-    assert_rejected_and_retried(model, "V07", at_request=1)
+    assert model.calls == 1
+    repairs = [event.detail for event in tracer.events if event.event == "repair"]
+    assert len(repairs) == 1 and repairs[0].startswith("R06"), repairs
 
 
 @pytest.mark.parametrize("retries", [0, 1, 3])

@@ -17,7 +17,7 @@ from pal_core.parser import parse
 from runtime.local.fewshot import ExampleTurn, build_example_turns, render_examples
 from runtime.local.gbnf_check import Grammar, parse_gbnf
 from runtime.local.grammar import build_turn_grammar
-from runtime.local.turns import GrammarError
+from runtime.local.turns import GrammarError, local_context
 from tests.conftest import CORPUS, FIXTURES
 
 SEED = FIXTURES / "pal" / "seed_customer_support.pal"
@@ -43,12 +43,12 @@ PLAYBOOKS = _corpus_playbooks()
 
 
 def _grammar(turn: ExampleTurn) -> Grammar:
-    return parse_gbnf(build_turn_grammar(turn.spec).text)
+    return parse_gbnf(build_turn_grammar(turn.context, resume_after=turn.resume_after).text)
 
 
 def _entries(turn: ExampleTurn, flow: PlaybookFlow) -> frozenset[str]:
-    if turn.spec.resume_after is not None:
-        return flow.successors(turn.spec.resume_after)
+    if turn.resume_after is not None:
+        return flow.successors(turn.resume_after)
     return frozenset({flow.first})
 
 
@@ -58,7 +58,7 @@ def _entries(turn: ExampleTurn, flow: PlaybookFlow) -> frozenset[str]:
 def test_examples_parse_follow_the_flow_and_fit_their_grammar(path: Path, agent: str, playbook: str) -> None:
     source = program(path)
     flow = PlaybookFlow(source.agent(agent).playbook(playbook))  # type: ignore[union-attr]
-    turns = build_example_turns(source, agent, playbook)
+    turns = build_example_turns(local_context(source, agent, playbook))
     assert 1 <= len(turns) <= 2
     for turn in turns:
         parsed = parse_answer(turn.answer)
@@ -92,7 +92,7 @@ def test_the_grammar_refuses_mutated_examples(path: Path, agent: str, playbook: 
     source = program(path)
     flow = PlaybookFlow(source.agent(agent).playbook(playbook))  # type: ignore[union-attr]
     lines = list(flow.by_line)
-    for turn in build_example_turns(source, agent, playbook):
+    for turn in build_example_turns(local_context(source, agent, playbook)):
         grammar = _grammar(turn)
         found = list(_STEP.finditer(turn.answer))
         for index, match in enumerate(found):
@@ -120,9 +120,9 @@ def test_the_grammar_refuses_mutated_examples(path: Path, agent: str, playbook: 
 
 def test_the_second_example_continues_after_the_first_ones_yield_with_what_the_user_said() -> None:
     greeting = program(CORPUS / "02-personalized-greeting.pbasm")
-    first, second = build_example_turns(greeting, "CustomerSupportAgent", "GreetTheUser")
+    first, second = build_example_turns(local_context(greeting, "CustomerSupportAgent", "GreetTheUser"))
     assert first.answer.endswith('`Step["GreetTheUser:03:YLD"]`\nyld user')
-    assert second.spec.resume_after == "03"
+    assert second.resume_after == "03"
     assert (
         second.situation
         == 'Continue executing GreetTheUser at line 04. (The reply to line 03 says: name is "example".)'
@@ -135,25 +135,25 @@ def test_the_second_example_continues_after_the_first_ones_yield_with_what_the_u
 
 def test_a_playbook_finished_in_one_turn_gets_another_branch_as_second_example() -> None:
     order = program(CORPUS / "tutorials_03.01_Order_Support_Agent_6a901f96b774fe82.pbasm")
-    turns = build_example_turns(order, order.agents[0].name, "ValidateOrderId")
+    turns = build_example_turns(local_context(order, order.agents[0].name, "ValidateOrderId"))
     assert len(turns) == 2
     paths = [[step.ref.line for step in parse_answer(turn.answer).steps] for turn in turns]
     assert paths[0] != paths[1]
-    assert all(turn.spec.resume_after is None for turn in turns)
+    assert all(turn.resume_after is None for turn in turns)
 
 
 def test_a_one_step_playbook_has_one_example() -> None:
     facts = program(CORPUS / "05-country-facts.pbasm")
-    (only,) = build_example_turns(facts, "FactsAboutNearbyCountries", "GetCountryFact")
+    (only,) = build_example_turns(local_context(facts, "FactsAboutNearbyCountries", "GetCountryFact"))
     assert '`Step["GetCountryFact:01:RET"]` `Return["example"]`' in only.answer
     assert only.answer.endswith("yld return")
 
 
 def test_literals_written_in_the_program_are_used() -> None:
     triggers = program(CORPUS / "06-triggers.pbasm")
-    (account,) = build_example_turns(triggers, "ExampleProgram", "LoadAccount")
+    (account,) = build_example_turns(local_context(triggers, "ExampleProgram", "LoadAccount"))
     assert '`Return[{"balance": 8999}]`' in account.answer
-    text = render_examples(build_example_turns(triggers, "ExampleProgram", "Main"))
+    text = render_examples(build_example_turns(local_context(triggers, "ExampleProgram", "Main")))
     assert text.startswith("Example 1: Continue executing Main at line 01.\nrecap – ")
     assert (
         '\n\nExample 2: Continue executing Main at line 03. (The reply to line 02 says: pin is "example".)'
@@ -164,14 +164,14 @@ def test_literals_written_in_the_program_are_used() -> None:
 def test_values_that_do_not_fit_the_declared_type_become_placeholders() -> None:
     steps = "01:EXE $n:int = 2.5\n02:EXE $m:list = [1, [2]]\n03:RET 7"
     source = parse(f"# Bot\nA bot.\n\n## Calc() -> str\nCalculates.\n### Steps\n{steps}\n")
-    (only,) = build_example_turns(source, "Bot", "Calc")
+    (only,) = build_example_turns(local_context(source, "Bot", "Calc"))
     assert "`Var[$n, 1]`" in only.answer
     assert '`Var[$m, ["example"]]`' in only.answer
     assert '`Return["example"]`' in only.answer
 
 
 def test_examples_become_chat_messages() -> None:
-    (first, _) = build_example_turns(program(SEED), "CustomerSupport", "Greeting")
+    (first, _) = build_example_turns(local_context(program(SEED), "CustomerSupport", "Greeting"))
     user, assistant = first.messages()
     assert (user.role, user.content) == ("user", "Continue executing Greeting at line 01.")
     assert assistant.role == "assistant" and assistant.content == first.answer
@@ -179,7 +179,7 @@ def test_examples_become_chat_messages() -> None:
 
 def test_unknown_playbooks_are_refused_as_by_the_grammar() -> None:
     with pytest.raises(GrammarError, match="no playbook `Nope`"):
-        build_example_turns(program(SEED), "CustomerSupport", "Nope")
+        build_example_turns(local_context(program(SEED), "CustomerSupport", "Nope"))
 
 
 @pytest.mark.parametrize(
@@ -210,6 +210,6 @@ def test_examples_do_not_teach_the_model_to_enter_a_retry_loop() -> None:
 
     source = (FIXTURES / "pb" / "seed_customer_support.pb").read_text(encoding="utf-8")
     program = compile_markdown(source)
-    second = build_example_turns(program, "CustomerSupport", "Greeting")[1].answer
-    assert '`Step["Greeting:03:CND"]` false' in second
+    second = build_example_turns(local_context(program, "CustomerSupport", "Greeting"))[1].answer
+    assert '`Step["Greeting:03:CND"]` no — ' in second
     assert "03.01" not in second

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from pal_core.contract.turn import Callee, CalleeKind
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import PlaybookKind, Program
 from pal_core.parser import parse
 from runtime.local.gbnf_check import Grammar, parse_gbnf
 from runtime.local.grammar import build_turn_grammar
-from runtime.local.turns import Callee, GrammarError, TurnLimits, TurnSpec
+from runtime.local.turns import GrammarError, TurnLimits, local_context
 from tests.conftest import CORPUS, FIXTURES
 
 SEED = FIXTURES / "pal" / "seed_customer_support.pal"
@@ -26,8 +27,15 @@ def program(path: Path) -> Program:
 
 def grammar(path: Path | Program, agent: str, playbook: str, **options: object) -> Grammar:
     source = program(path) if isinstance(path, Path) else path
-    spec = TurnSpec(program=source, agent=agent, playbook=playbook, **options)  # type: ignore[arg-type]
-    return parse_gbnf(build_turn_grammar(spec).text)
+    return parse_gbnf(turn_grammar(source, agent, playbook, **options).text)
+
+
+def turn_grammar(source: Program, agent: str, playbook: str, **options: object):  # type: ignore[no-untyped-def]
+    """The grammar of a turn: context options (current_line, variables, callees, triggers) go to the shared
+    turn description, grammar options (resume_after, limits) to the grammar."""
+    grammar_options = {key: options.pop(key) for key in ("resume_after", "limits") if key in options}
+    context = local_context(source, agent, playbook, **options)  # type: ignore[arg-type]
+    return build_turn_grammar(context, **grammar_options)  # type: ignore[arg-type]
 
 
 def answer(*lines: str) -> str:
@@ -86,7 +94,7 @@ def test_after_the_first_yield_both_branches_of_the_condition_are_legal() -> Non
     after_yield = grammar(SEED, "CustomerSupport", "Greeting", resume_after="02")
     retry = answer(
         *HEAD,
-        '`Step["Greeting:03:CND"]` the order number 12 has too few digits',
+        '`Step["Greeting:03:CND"]` yes — the order number 12 has too few digits',
         "trig? no",
         '`Step["Greeting:03.01:QUE"]` `Say("user", "That number looks wrong, please try again.")`',
         "trig? no",
@@ -95,7 +103,7 @@ def test_after_the_first_yield_both_branches_of_the_condition_are_legal() -> Non
     )
     finish = answer(
         *HEAD,
-        '`Step["Greeting:03:CND"]` the order number is valid',
+        '`Step["Greeting:03:CND"]` no — the order number is valid',
         "trig? no",
         '`Step["Greeting:04:QUE"]` `Say("user", "Let me look that up.")`',
         "trig? no",
@@ -114,7 +122,9 @@ def test_after_the_first_yield_both_branches_of_the_condition_are_legal() -> Non
         "a value from a -> None playbook": finish.replace("`Return[]`", '`Return["done"]`'),
         "RET yields to the user": finish.replace("yld return", "yld user"),
         "no summary": finish.replace(' `Var[$__, "Greeted the user and gave the order status."]`', ""),
-        "a note opening with yld": retry.replace("the order number 12", "yld the order number 12"),
+        "a condition without its outcome": retry.replace("yes — the order number 12", "the order number 12"),
+        "yes, then past the body": finish.replace("no — the order number", "yes — the order number"),
+        "no, then into the body": retry.replace("yes — the order number", "no — the order number"),
         "no reason for a condition": retry.replace(" the order number 12 has too few digits", ""),
         "the yield step again": answer(*HEAD, '`Step["Greeting:02:YLD"]`', "yld user"),
         "a QUE step in words that does nothing": finish.replace(' `Say("user", "Let me look that up.")`', ""),
@@ -129,7 +139,7 @@ def test_the_jump_goes_back_to_its_condition_only() -> None:
         *HEAD,
         '`Step["Greeting:03.03:JMP"]`',
         "trig? no",
-        '`Step["Greeting:03:CND"]` still invalid',
+        '`Step["Greeting:03:CND"]` yes — still invalid',
         "trig? no",
         '`Step["Greeting:03.01:QUE"]` `Say("user", "Please try again.")`',
         "trig? no",
@@ -137,7 +147,7 @@ def test_the_jump_goes_back_to_its_condition_only() -> None:
         "yld user",
     )
     assert at_jump.accepts(loop)
-    assert not at_jump.accepts(loop.replace('"Greeting:03:CND"]` still invalid', '"Greeting:04:QUE"]`'))
+    assert not at_jump.accepts(loop.replace('"Greeting:03:CND"]` yes — still invalid', '"Greeting:04:QUE"]`'))
 
 
 # Calls, variables, triggers ---------------------------------------------------------------------------
@@ -172,7 +182,7 @@ def test_leading_variables_record_what_the_user_said() -> None:
     facts = CORPUS / "05-country-facts.pbasm"
     main = grammar(facts, "FactsAboutNearbyCountries", "Main", resume_after="02")
     rest = answer(
-        '`Step["Main:03:CND"]` a country was given',
+        '`Step["Main:03:CND"]` no — a country was given',
         "trig? no",
         '`Step["Main:04:EXE"]` five neighbours',
         '`Var[$countries, ["Pakistan", "China", "Nepal"]]`',
@@ -226,7 +236,7 @@ def test_a_step_without_a_call_may_say_something_or_queue_a_known_callee() -> No
         "CustomerSupport",
         "Greeting",
         current_line="04",
-        callees=(Callee(name="LookUpOrder", parameters=("id",)),),
+        callees=(Callee(name="LookUpOrder", kind=CalleeKind.REMOTE, parameters=("id",)),),
     )
     assert known.accepts(answer(*HEAD, '`Step["Greeting:04:QUE"]` `LookUpOrder("A-12")`', tail))
     assert not known.accepts(answer(*HEAD, '`Step["Greeting:04:QUE"]` `LookUpOrder("A-12", 2)`', tail))
@@ -237,7 +247,7 @@ def test_a_meeting_turn_says_to_the_meeting_and_yields_to_it() -> None:
     host = grammar(game, "Host", "GameRoom", current_line="06")
     text = answer(
         *HEAD,
-        '`Step["GameRoom:06:CND"]` the game is still on',
+        '`Step["GameRoom:06:CND"]` yes — the game is still on',
         "trig? no",
         '`Step["GameRoom:06.01:EXE"]`',
         "`Var[$turn_count, 1]`",
@@ -269,8 +279,7 @@ def test_a_long_stretch_without_yields_pauses_with_yld_call_when_the_budget_is_s
     steps = (
         "\n".join(f"{index:02d}:TNK Think about part {index}" for index in range(1, 15)) + "\n15:YLD for user"
     )
-    spec = TurnSpec(program=_program(steps), agent="Bot", playbook="Long")
-    built = build_turn_grammar(spec)
+    built = turn_grammar(_program(steps), "Bot", "Long")
     assert built.max_steps == 10
     long = parse_gbnf(built.text)
 
@@ -284,11 +293,7 @@ def test_a_long_stretch_without_yields_pauses_with_yld_call_when_the_budget_is_s
     assert not long.accepts(turn(1, 9, "yld call")), "a pause before the budget is spent"
     assert not long.accepts(turn(1, 10, "yld user"))
     assert not long.accepts(turn(1, 10, "yld call").replace('`Step["Long:07:TNK"]`\ntrig? no\n', ""))
-    rest = parse_gbnf(
-        build_turn_grammar(
-            TurnSpec(program=_program(steps), agent="Bot", playbook="Long", current_line="11")
-        ).text
-    )
+    rest = parse_gbnf(turn_grammar(_program(steps), "Bot", "Long", current_line="11").text)
     assert rest.accepts(
         answer(
             *HEAD,
@@ -301,14 +306,15 @@ def test_a_long_stretch_without_yields_pauses_with_yld_call_when_the_budget_is_s
 
 def test_loops_are_bounded_by_the_step_budget() -> None:
     steps = "01:CND While there is work\n  01.01:TNK Work\n  01.02:JMP 01\n02:YLD for user"
-    spec = TurnSpec(program=_program(steps), agent="Bot", playbook="Long", limits=TurnLimits(max_steps=7))
-    loop = parse_gbnf(build_turn_grammar(spec).text)
+    loop = parse_gbnf(turn_grammar(_program(steps), "Bot", "Long", limits=TurnLimits(max_steps=7)).text)
 
     def turn(rounds: int) -> str:
         body = [
-            '`Step["Long:01:CND"]` more work\ntrig? no\n`Step["Long:01.01:TNK"]`\ntrig? no\n`Step["Long:01.02:JMP"]`\ntrig? no'
+            '`Step["Long:01:CND"]` yes — more work\ntrig? no\n`Step["Long:01.01:TNK"]`\ntrig? no\n`Step["Long:01.02:JMP"]`\ntrig? no'
         ] * rounds
-        return answer(*HEAD, *body, '`Step["Long:01:CND"]` done\ntrig? no\n`Step["Long:02:YLD"]`', "yld user")
+        return answer(
+            *HEAD, *body, '`Step["Long:01:CND"]` no — done\ntrig? no\n`Step["Long:02:YLD"]`', "yld user"
+        )
 
     assert loop.accepts(turn(0))
     assert loop.accepts(turn(1))  # 3 + 2 steps
@@ -338,25 +344,19 @@ def test_free_text_is_capped() -> None:
         ({"playbook": "Farewell"}, "no playbook `Farewell` (playbooks: Greeting)"),
         ({"current_line": "09"}, "Greeting has no line 09"),
         ({"resume_after": "09"}, "Greeting has no line 09"),
-        ({"current_line": "01", "resume_after": "02"}, "not both"),
         ({"resume_after": "06"}, "nothing follows line 06"),
     ],
 )
 def test_specs_naming_what_the_program_lacks_are_refused(options: dict[str, str], message: str) -> None:
     arguments = {"agent": "CustomerSupport", "playbook": "Greeting", **options}
     with pytest.raises(GrammarError, match=re.escape(message)):
-        build_turn_grammar(TurnSpec(program=program(SEED), **arguments))  # type: ignore[arg-type]
+        turn_grammar(program(SEED), **arguments)  # type: ignore[arg-type]
 
 
 def test_a_loop_that_never_yields_runs_a_budget_of_steps_per_turn() -> None:
     spinning = parse_gbnf(
-        build_turn_grammar(
-            TurnSpec(
-                program=_program("01:TNK Spin\n02:JMP 01\n03:YLD for user"),
-                agent="Bot",
-                playbook="Long",
-                limits=TurnLimits(max_steps=4),
-            )
+        turn_grammar(
+            _program("01:TNK Spin\n02:JMP 01\n03:YLD for user"), "Bot", "Long", limits=TurnLimits(max_steps=4)
         ).text
     )
     rounds = ['`Step["Long:01:TNK"]`', '`Step["Long:02:JMP"]`'] * 3
@@ -370,8 +370,8 @@ def test_a_loop_that_never_yields_runs_a_budget_of_steps_per_turn() -> None:
 def test_a_yield_to_an_unknown_target_is_never_entered() -> None:
     lunch = _program("01:TNK Get hungry\n02:YLD for lunch\n03:RET")
     with pytest.raises(GrammarError, match="yields to 'for lunch', which is no yield target"):
-        build_turn_grammar(TurnSpec(program=lunch, agent="Bot", playbook="Long", current_line="02"))
-    before = parse_gbnf(build_turn_grammar(TurnSpec(program=lunch, agent="Bot", playbook="Long")).text)
+        turn_grammar(lunch, "Bot", "Long", current_line="02")
+    before = parse_gbnf(turn_grammar(lunch, "Bot", "Long").text)
     assert before.accepts(answer(*HEAD, '`Step["Long:01:TNK"]`', "yld call"))
     assert not before.accepts(
         answer(*HEAD, '`Step["Long:01:TNK"]`', "trig? no", '`Step["Long:02:YLD"]`', "yld call")
@@ -381,16 +381,14 @@ def test_a_yield_to_an_unknown_target_is_never_entered() -> None:
 def test_expressions_in_call_arguments_become_values_and_thinking_steps_make_no_calls() -> None:
     steps = '01:QUE $r:str = Room(topic="Game for " + $game, seats=2)\n02:TNK Report(user, $r)\n03:RET $r'
     source = _program(steps, returns="str")
-    room = parse_gbnf(build_turn_grammar(TurnSpec(program=source, agent="Bot", playbook="Long")).text)
+    room = parse_gbnf(turn_grammar(source, "Bot", "Long").text)
     assert room.accepts(
         answer(*HEAD, '`Step["Long:01:QUE"]` `$r:str = Room(topic="Game for chess", seats=2)`', "yld call")
     )
     assert not room.accepts(
         answer(*HEAD, '`Step["Long:01:QUE"]` `$r:str = Room(topic="Game for " + $game, seats=2)`', "yld call")
     )
-    at_think = parse_gbnf(
-        build_turn_grammar(TurnSpec(program=source, agent="Bot", playbook="Long", current_line="02")).text
-    )
+    at_think = parse_gbnf(turn_grammar(source, "Bot", "Long", current_line="02").text)
     final = '`Step["Long:03:RET"]` `Return["room"]` `Var[$__, "made a room"]`\nyld return'
     assert at_think.accepts(answer(*HEAD, '`Step["Long:02:TNK"]` the room is ready', "trig? no", final))
     assert not at_think.accepts(answer(*HEAD, '`Step["Long:02:TNK"]` `Report(user, $r)`', "trig? no", final))
@@ -399,9 +397,7 @@ def test_expressions_in_call_arguments_become_values_and_thinking_steps_make_no_
 def test_python_playbooks_do_not_run_turn_by_turn() -> None:
     facts = program(CORPUS / "05-country-facts.pbasm")
     with pytest.raises(GrammarError, match="not a markdown playbook"):
-        build_turn_grammar(
-            TurnSpec(program=facts, agent="FactsAboutNearbyCountries", playbook="process_countries")
-        )
+        turn_grammar(facts, "FactsAboutNearbyCountries", "process_countries")
 
 
 def test_limits_must_be_positive() -> None:
@@ -433,8 +429,7 @@ def test_every_line_of_every_corpus_playbook_has_a_well_formed_grammar(
     built = 0
     for line in flow.by_line:
         try:
-            spec = TurnSpec(program=source, agent=agent, playbook=playbook, current_line=line)
-            text = build_turn_grammar(spec).text
+            text = turn_grammar(source, agent, playbook, current_line=line).text
         except GrammarError as error:
             assert "no yield target" in str(error)
             continue

@@ -19,17 +19,17 @@ pytest.importorskip(
 )
 
 from pal_core.contract import parse_answer
-from pal_core.contract.verify import TurnContext, verify
+from pal_core.contract.turn import describe_turn
+from pal_core.contract.verify import read_turn
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import PlaybookKind, Program
 from pal_core.parser import parse
-from runtime.execution import BUILTIN_NAMES
 from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.gbnf_check import GbnfError, parse_gbnf
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.llama_grammar import accepts, check_grammar, vocabulary
 from runtime.local.model import LocalGrammarError, engine, find_bundled_model, register_local_model
-from runtime.local.turns import GrammarError, TurnSpec
+from runtime.local.turns import GrammarError, local_context
 from runtime.models import ChatMessage, ModelRequest, resolve_model
 from tests.conftest import CORPUS, FIXTURES
 from tests.runtime.local.sampling import sample
@@ -54,11 +54,11 @@ def _grammars() -> list[tuple[str, str]]:
                 if playbook.kind is not PlaybookKind.MARKDOWN or not playbook.steps:
                     continue
                 for line in PlaybookFlow(playbook).by_line:
-                    spec = TurnSpec(
-                        program=source, agent=agent.name, playbook=playbook.name, current_line=line
-                    )
+                    context = describe_turn(source, agent, playbook, line, variables={})
                     try:
-                        found.append((f"{path.name}:{playbook.name}:{line}", build_turn_grammar(spec).text))
+                        found.append(
+                            (f"{path.name}:{playbook.name}:{line}", build_turn_grammar(context).text)
+                        )
                     except GrammarError:
                         continue
     return found
@@ -99,8 +99,8 @@ def test_llama_cpp_and_gbnf_check_admit_the_same_answers() -> None:
             for playbook in agent.playbooks:
                 if playbook.kind is not PlaybookKind.MARKDOWN or not playbook.steps:
                     continue
-                for turn in build_example_turns(source, agent.name, playbook.name):
-                    grammar = build_turn_grammar(turn.spec).text
+                for turn in build_example_turns(local_context(source, agent.name, playbook.name)):
+                    grammar = build_turn_grammar(turn.context, resume_after=turn.resume_after).text
                     ours = parse_gbnf(grammar)
                     texts = [turn.answer, *(sample(ours, rng) for _ in range(3))]
                     # Near misses: cut short, one character changed, something appended.
@@ -115,7 +115,7 @@ def test_llama_cpp_and_gbnf_check_admit_the_same_answers() -> None:
 
 def _turn_messages(path: Path, agent: str, playbook: str) -> list[dict[str, str]]:
     """A short prompt (the examples, no program text): prompt time dominates on a shared CPU."""
-    examples = render_examples(build_example_turns(program(path), agent, playbook))
+    examples = render_examples(build_example_turns(local_context(program(path), agent, playbook)))
     system = (
         "You execute PAL playbooks step by step and answer in exactly the format of the examples.\n\n"
         + examples
@@ -128,8 +128,8 @@ def _turn_messages(path: Path, agent: str, playbook: str) -> list[dict[str, str]
 
 def test_the_model_writes_a_verified_turn_under_the_grammar_and_repeats_it_for_the_same_seed() -> None:
     source = program(SEED_PROGRAM)
-    spec = TurnSpec(program=source, agent="CustomerSupport", playbook="Greeting")
-    grammar = build_turn_grammar(spec).text
+    context = local_context(source, "CustomerSupport", "Greeting")
+    grammar = build_turn_grammar(context).text
     messages = _turn_messages(SEED_PROGRAM, "CustomerSupport", "Greeting")
     local = engine("smollm2")
     first = local.generate(messages, max_tokens=250, temperature=0.7, seed=11, grammar=grammar)
@@ -137,21 +137,14 @@ def test_the_model_writes_a_verified_turn_under_the_grammar_and_repeats_it_for_t
     assert again.text == first.text
     assert first.completion_tokens > 10 and first.prompt_tokens > 100
     assert parse_gbnf(grammar).accepts(first.text), first.text
-    playbook = source.agent("CustomerSupport").playbook("Greeting")  # type: ignore[union-attr]
-    context = TurnContext(
-        playbook=playbook,  # type: ignore[arg-type]
-        flow=PlaybookFlow(playbook),  # type: ignore[arg-type]
-        current_line="01",
-        is_callable=lambda name: name in BUILTIN_NAMES,
-    )
-    turn = verify(parse_answer(first.text), context)
+    turn = read_turn(first.text, context)
     assert [step.step.line for step in turn.steps] == ["01", "02"]
     assert local.load_seconds is not None and local.load_seconds < 30
 
 
 def test_the_same_seed_gives_the_same_answer_in_another_process() -> None:
     source = program(SEED_PROGRAM)
-    grammar = build_turn_grammar(TurnSpec(program=source, agent="CustomerSupport", playbook="Greeting")).text
+    grammar = build_turn_grammar(local_context(source, "CustomerSupport", "Greeting")).text
     messages = _turn_messages(SEED_PROGRAM, "CustomerSupport", "Greeting")
     request = json.dumps({"messages": messages, "grammar": grammar})
     code = (
@@ -181,9 +174,7 @@ async def test_the_local_model_string_works_through_litellm() -> None:
     register_local_model()
     model = resolve_model("local/smollm2")
     source = program(SEED_PROGRAM)
-    grammar = build_turn_grammar(
-        TurnSpec(program=source, agent="CustomerSupport", playbook="Greeting", resume_after="02")
-    ).text
+    grammar = build_turn_grammar(local_context(source, "CustomerSupport", "Greeting"), resume_after="02").text
     messages = tuple(
         ChatMessage(role=m["role"], content=m["content"])
         for m in _turn_messages(SEED_PROGRAM, "CustomerSupport", "Greeting")
