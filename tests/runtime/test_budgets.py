@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import anyio
 import pytest
 
 from pal_core.parser import parse
+from pal_core.writer import write
 from runtime.api import run_playbook, run_program
 from runtime.budget import Budget
+from runtime.cli import main
 from runtime.errors import BudgetExceeded, RunError
 from runtime.execution import MAX_CALL_DEPTH
 from runtime.models import ScriptedModel
@@ -273,3 +276,59 @@ async def test_a_float_out_of_range_fails_instead_of_becoming_a_model_turn() -> 
         "Calc:Main:01: the result of `$x ** 99999` is out of the range of a float (a fixed limit of 1.79769e+308)"
     )
     assert model.calls == 0
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_pal_run_stops_a_runaway_loop_at_its_step_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "loop.pal", write(LOOP))
+    no_answers = _write(tmp_path, "none.jsonl", "")
+    status = main(
+        ["run", str(program), "--no-input", "--model", f"scripted:{no_answers}", "--max-steps", "900"]
+    )
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "error: Loop:Main:02" in err
+    assert (
+        "900 steps executed, and the next one would be over the budget (budget max_steps=900; raise it with --max-steps)"
+        in err
+    )
+
+
+def test_pal_run_refuses_a_huge_power_with_the_option_that_raises_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "power.pal", write(POWER))
+    no_answers = _write(tmp_path, "none.jsonl", "")
+    arguments = ["run", str(program), "--model", f"scripted:{no_answers}", "--input"]
+    assert main([*arguments, '{"base": 12345678901234567890, "exp": 9999}']) == 1
+    assert "budget max_int_digits=4300; raise it with --max-int-digits" in capsys.readouterr().err
+    assert main([*arguments, '{"base": 7, "exp": 3}']) == 0
+    assert capsys.readouterr().out.strip() == "343"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--max-steps", "0", "argument --max-steps: expected a positive number or `none`, got '0'"),
+        ("--max-seconds", "soon", "argument --max-seconds: expected a positive number or `none`, got 'soon'"),
+        ("--max-items", "-5", "argument --max-items: expected a positive number or `none`, got '-5'"),
+    ],
+)
+def test_budget_options_refuse_what_is_not_a_budget(
+    option: str, value: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = _write(tmp_path, "loop.pal", write(LOOP))
+    with pytest.raises(SystemExit) as exited:
+        main(["run", str(program), option, value])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
