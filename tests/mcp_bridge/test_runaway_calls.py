@@ -11,6 +11,7 @@ shows whether a Spin is still running.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
 from collections.abc import AsyncIterator, Callable
@@ -217,3 +218,43 @@ async def test_sigterm_stops_a_server_with_a_spinning_call_within_seconds(transp
     assert spin_results, "the spinning call got neither an answer nor a closed connection"
     if not isinstance(spin_results[0], Exception):
         assert spin_results[0].is_error and "the server is shutting down" in text_of(spin_results[0])
+
+
+async def test_sigterm_stops_a_server_whose_python_playbook_blocks_the_event_loop() -> None:
+    """`time.sleep` in a Python playbook: no budget or cancellation can reach it, the signal still does."""
+    blocker = MCP_FIXTURES / "blocker.pal"
+    stdout_lines: list[str] = []
+    stderr_text: list[str] = []
+    sleeping = anyio.Event()
+
+    async def read_stderr(process: Process) -> None:
+        assert process.stderr is not None
+        async for chunk in process.stderr:
+            stderr_text.append(chunk.decode())
+            if "Block: sleeping now" in "".join(stderr_text):
+                sleeping.set()
+
+    async def call_block(client: Client) -> None:
+        with contextlib.suppress(Exception):  # the connection closes under the call
+            await client.call_tool("Block", {"seconds": 600})
+
+    with anyio.fail_after(120):
+        async with await anyio.open_process([*PAL, "mcp", "serve", str(blocker)]) as process:
+            try:
+                async with (
+                    anyio.create_task_group() as group,
+                    Client(process_transport(process, stdout_lines)) as client,
+                ):
+                    group.start_soon(read_stderr, process)
+                    group.start_soon(call_block, client)
+                    await sleeping.wait()
+                    signalled = time.monotonic()
+                    process.send_signal(signal.SIGTERM)
+                    status = await process.wait()
+                    took = time.monotonic() - signalled
+                    # The reader ends at the end of stderr, the call when the connection closes.
+            finally:
+                _stop(process)
+    assert status == 1
+    assert "pal mcp: exiting now: the calls did not stop within 4 s" in "".join(stderr_text)
+    assert took < 15, f"the server took {took:.1f} s to stop"
