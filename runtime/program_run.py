@@ -83,7 +83,8 @@ class RunLimits:
         if self.max_seconds is not None:
             check_timeout(self.max_seconds, "RunLimits.max_seconds")
         printable = sys.get_int_max_str_digits()
-        if self.max_int_digits is not None and 0 < printable < self.max_int_digits:
+        digits = self.max_int_digits
+        if digits is not None and digits > sys.int_info.default_max_str_digits and 0 < printable < digits:
             # The runtime prints values (traces, prompts, results); Python refuses to above its limit.
             raise ValueError(
                 f"RunLimits.max_int_digits={self.max_int_digits} is more than Python converts to text "
