@@ -14,7 +14,11 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from runtime.commands.budgets import add_budget_arguments, budget_limits
+
 if TYPE_CHECKING:
+    from mcp_bridge.server import PlaybookServer
+    from mcp_bridge.transports import StdioWire
     from pal_core.ir import Program
     from runtime.models.base import Model
     from runtime.program_run import RunLimits
@@ -49,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("--name", help="server name shown to clients (default: the file name)")
     serve.add_argument("--max-model-calls", type=int, default=200, metavar="N", help="per tool call")
     serve.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per model call")
+    add_budget_arguments(serve, scope="each tool call")
     config = actions.add_parser(
         "config",
         help="print the Claude Desktop `mcpServers` entry for the program",
@@ -101,6 +106,8 @@ def _serve(args: argparse.Namespace) -> int:
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
+    # Over stdio, stdout is the protocol from now on: python blocks run while loading print to stderr.
+    wire = _claim_stdio() if args.transport == "stdio" else None
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="pal mcp: %(levelname)s: %(message)s"
     )
@@ -112,8 +119,10 @@ def _serve(args: argparse.Namespace) -> int:
     except (PalError, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    limits = RunLimits(max_model_calls=args.max_model_calls, model_timeout=args.timeout)
-    return asyncio.run(_serve_program(program, args, model=model, limits=limits, token=token))
+    limits = RunLimits(
+        max_model_calls=args.max_model_calls, model_timeout=args.timeout, **budget_limits(args)
+    )
+    return asyncio.run(_serve_program(program, args, model=model, limits=limits, token=token, wire=wire))
 
 
 def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
@@ -138,32 +147,31 @@ def _model(spec: str | None) -> Model | None:
     return resolve_model(spec)
 
 
+def _claim_stdio() -> StdioWire:
+    from mcp_bridge.transports import claim_stdio
+
+    return claim_stdio()
+
+
 async def _serve_program(
-    program: Program, args: argparse.Namespace, *, model: Model | None, limits: RunLimits, token: str | None
+    program: Program,
+    args: argparse.Namespace,
+    *,
+    model: Model | None,
+    limits: RunLimits,
+    token: str | None,
+    wire: StdioWire | None,
 ) -> int:
     from mcp_bridge.server import PlaybookServer
-    from mcp_bridge.transports import serve_http, serve_stdio
+    from mcp_bridge.transports import FORCE_EXIT_AFTER, stopping_on_signals
     from pal_core.errors import PalError
 
+    served = PlaybookServer(program, name=args.name, model=model, limits=limits)
     try:
-        async with PlaybookServer(program, name=args.name, model=model, limits=limits) as served:
-            names = ", ".join(served.tools) or "none"
-            if not served.tools:
-                _say(
-                    "warning: no public playbook to serve; mark playbooks `public: true` (metadata) or "
-                    "`@playbook(public=True)`"
-                )
-            if args.transport == "stdio":
-                _say(f"serving {len(served.tools)} tool(s) from {args.program} over stdio: {names}")
-                await serve_stdio(served)
-            else:
-                await serve_http(
-                    served,
-                    host=args.host,
-                    port=args.port,
-                    token=token,
-                    announce=lambda url: _say(f"serving {len(served.tools)} tool(s) at {url}: {names}"),
-                )
+        # Held until the server has closed: SIGTERM ends the process within seconds, whatever the calls do.
+        with stopping_on_signals(served, force_exit_after=FORCE_EXIT_AFTER):
+            async with served:
+                await _serve_transport(served, args, token=token, wire=wire)
     except PalError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -171,6 +179,31 @@ async def _serve_program(
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _serve_transport(
+    served: PlaybookServer, args: argparse.Namespace, *, token: str | None, wire: StdioWire | None
+) -> None:
+    from mcp_bridge.transports import serve_http, serve_stdio
+
+    names = ", ".join(served.tools) or "none"
+    if not served.tools:
+        _say(
+            "warning: no public playbook to serve; mark playbooks `public: true` (metadata) or "
+            "`@playbook(public=True)`"
+        )
+    if args.transport == "stdio":
+        _say(f"serving {len(served.tools)} tool(s) from {args.program} over stdio: {names}")
+        await serve_stdio(served, wire=wire, handle_signals=False)
+    else:
+        await serve_http(
+            served,
+            host=args.host,
+            port=args.port,
+            token=token,
+            handle_signals=False,
+            announce=lambda url: _say(f"serving {len(served.tools)} tool(s) at {url}: {names}"),
+        )
 
 
 def _say(text: str) -> None:

@@ -34,6 +34,7 @@ from mcp_bridge.tools import PlaybookTool, playbook_tools, tools_by_name
 from pal_core.ir import Agent, Playbook, Program
 from runtime.agent import AgentInstance
 from runtime.agent_pool import AgentPool
+from runtime.budget import Budget
 from runtime.errors import ProgramError, ProgramExit
 from runtime.execution import Execution
 from runtime.humans import NoHuman
@@ -156,7 +157,10 @@ class _Borrowed:
 
 
 class ServedRun(ProgramRun):
-    """A program run whose remote agents borrow the server's pooled connections."""
+    """A program run whose remote agents borrow the server's pooled connections; long-lived, so each call
+    brings a budget of its own."""
+
+    long_lived = True
 
     def __init__(self, program: Program, *, pool: RemotePool, **options: Any) -> None:
         super().__init__(program, remote_connector=self._borrow, **options)
@@ -188,6 +192,10 @@ class PlaybookHost:
         self._run: ServedRun | None = None
         self._agent_pools: dict[str, AgentPool] = {}
         self._shared_lock = asyncio.Lock()
+        self._calls: set[Budget] = set()
+        self._no_calls = asyncio.Event()
+        self._no_calls.set()
+        self._stopping: str | None = None
 
     async def open(self) -> Mapping[str, PlaybookTool]:
         """Connect remote agents, start the run (so a broken Python block fails here, not at the first
@@ -236,7 +244,7 @@ class PlaybookHost:
         if watch is not None:
             run.tracer.listeners.append(watch)
         try:
-            value = await _execute(instance, tool, arguments)
+            value = await self._execute(run, instance, tool, arguments)
             said = await pool.take_said(instance)
         except BaseException:
             pool.discard(instance)  # a failed or cancelled call's instance is not trusted again
@@ -246,6 +254,39 @@ class PlaybookHost:
                 run.tracer.listeners.remove(watch)
         pool.checkin(instance)
         return CallOutcome(value=value, said=said)
+
+    async def _execute(
+        self, run: ServedRun, instance: AgentInstance, tool: PlaybookTool, arguments: Mapping[str, Any]
+    ) -> Any:
+        """Run the call's playbook under a budget of its own (steps, seconds, model calls: RunLimits)."""
+        budget = run.new_budget()
+        if self._stopping is not None:
+            budget.stop(self._stopping)
+        self._calls.add(budget)
+        self._no_calls.clear()
+        try:
+            async with budget.bound():
+                playbook = instance.playbooks[tool.playbook.name]
+                return await Execution(instance).execute(playbook, [], dict(arguments))
+        except ProgramExit:
+            return None  # `yld exit` ends the call; what was said is its output
+        finally:
+            self._calls.discard(budget)
+            if not self._calls:
+                self._no_calls.set()
+
+    def stop_calls(self, reason: str) -> int:
+        """End every call in progress, and every later one, with RunStopped(`reason`) (a server shutting
+        down); the number of calls stopped."""
+        self._stopping = reason
+        calls = list(self._calls)
+        for budget in calls:
+            budget.stop(reason)
+        return len(calls)
+
+    async def calls_done(self) -> None:
+        """Return when no call is in progress."""
+        await self._no_calls.wait()
 
     def _agent_pool(self, run: ServedRun, agent_name: str) -> AgentPool:
         pool = self._agent_pools.get(agent_name)
@@ -264,20 +305,13 @@ class PlaybookHost:
                 run.tracer.listeners.append(listener)
             first_said = len(run.messages_to_user)
             try:
-                value = await _execute(await _instance(run, tool), tool, arguments)
+                value = await self._execute(run, await _instance(run, tool), tool, arguments)
                 return CallOutcome(value=value, said=tuple(run.messages_to_user[first_said:]))
             finally:
                 if listener is not None:
                     run.tracer.listeners.remove(listener)
                 # A server lives for days: keep no transcript of past calls.
                 del run.messages_to_user[first_said:]
-
-
-async def _execute(instance: AgentInstance, tool: PlaybookTool, arguments: Mapping[str, Any]) -> Any:
-    try:
-        return await Execution(instance).execute(instance.playbooks[tool.playbook.name], [], dict(arguments))
-    except ProgramExit:
-        return None  # `yld exit` ends the call; what was said is its output
 
 
 def _events_of(agent_id: str, listener: StepListener) -> StepListener:

@@ -8,8 +8,11 @@ A call checks its arguments against the tool's input schema, runs the playbook (
 progress notification per executed step when the client asked for progress, and answers with the result
 as text plus structured content `{"result": ...}` when the playbook declares a return type. Whatever
 fails inside the call (bad arguments, a model that keeps breaking the contract, a Python playbook that
-raises, a playbook waiting for a user) comes back as a tool error (`isError`) with a clear message; the
-traceback goes to the server's log, never to the client, and the server keeps serving.
+raises, a playbook waiting for a user, a call past one of its budgets: steps, seconds, model calls, value
+sizes) comes back as a tool error (`isError`) with a clear message; the traceback goes to the server's
+log, never to the client, and the server keeps serving. A call the client cancels stops at once (its run
+is cancelled at the next step or await; the protocol sends no result for it); `request_stop` ends every
+call in progress with a tool error, for a server shutting down.
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ class PlaybookServer:
         self.host = PlaybookHost(program, model=model, limits=limits)
         self._listed: list[types.Tool] = []
         self._server: Server[Any] | None = None
+        self._stop = asyncio.Event()
 
     async def __aenter__(self) -> PlaybookServer:
         await self.open()
@@ -100,6 +104,18 @@ class PlaybookServer:
     async def close(self) -> None:
         """Stop the shared run and remote agents; idempotent."""
         await self.host.close()
+
+    def request_stop(self, reason: str = "the server is shutting down") -> None:
+        """Stop serving: every call in progress ends now with a tool error saying `reason`, later calls are
+        refused the same way, and `stopped` is set (the transports return when it is)."""
+        stopped = self.host.stop_calls(reason)
+        if stopped:
+            logger.warning("stopping %d call(s) in progress: %s", stopped, reason)
+        self._stop.set()
+
+    async def stopped(self) -> None:
+        """Return once `request_stop` was called."""
+        await self._stop.wait()
 
     @property
     def mcp_server(self) -> Server[Any]:
@@ -149,6 +165,9 @@ class PlaybookServer:
                 outcome = await self.host.call(tool, arguments)
             else:
                 outcome = await _call_with_progress(self.host, tool, arguments, report)
+        except asyncio.CancelledError:
+            logger.info("tool %s: the client cancelled the call; its run was stopped", tool.name)
+            raise
         except InputExhausted:
             return tool_error(
                 f"{tool.name} stopped: {tool.qualified_name} waits for user input, and a tool call has no user "

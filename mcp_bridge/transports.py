@@ -4,19 +4,34 @@ HTTP binds 127.0.0.1 unless told otherwise; on a loopback address the SDK's DNS-
 on (only loopback Host and Origin headers are accepted). With a token, every HTTP request must carry
 `Authorization: Bearer <token>`; others get 401 before reaching MCP. The listening socket is bound before
 the server starts, so the URL is known (port 0 picks a free port) and a client may connect at once.
+
+Over stdio, standard output is the protocol: `claim_stdio()` takes the wire at the file-descriptor level
+before anything else runs (fd 1 then points at stderr, fd 0 at the null device), so nothing a program
+prints or reads — at import time or in a call — can touch it.
+
+SIGINT and SIGTERM stop either transport within seconds whatever the calls are doing (`stopping_on_signals`):
+calls in progress end with a tool error, the server closes, and a process that still has not exited after
+`force_exit_after` seconds (a Python playbook blocking the event loop) exits anyway.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
+import io
 import json
 import logging
+import os
 import signal
 import socket
+import stat
+import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from mcp_bridge.server import PlaybookServer
@@ -35,8 +50,15 @@ INVALID_REQUEST = -32600
 """The JSON-RPC error code of a refused request."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """Signals that stop `serve_http` gracefully."""
-GRACEFUL_SHUTDOWN = 5.0
-"""Seconds open HTTP requests get to finish when the server stops."""
+GRACEFUL_SHUTDOWN = 2.0
+"""Seconds open HTTP requests get to finish when the server stops (calls in progress have been ended
+already: what is left are idle streams)."""
+ANSWER_GRACE = 0.2
+"""Seconds a stdio server that is stopping gives the last answers to reach the client."""
+FORCE_EXIT_AFTER = 4.0
+"""Seconds after SIGINT/SIGTERM after which `pal mcp serve` exits even if its calls did not stop."""
+STOP_REASON = "the server is shutting down"
+"""What a call stopped by SIGINT/SIGTERM says."""
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -44,14 +66,160 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-async def serve_stdio(server: PlaybookServer) -> None:
-    """Serve MCP on this process's stdin/stdout until the client closes stdin. While serving, stray
-    prints of Python playbooks go to stderr (the SDK diverts fd 1), so they cannot corrupt the wire."""
+MAX_LINE = 64 * 1024 * 1024
+"""The longest JSON-RPC message a stdio server reads (bytes); a longer one is refused as unreadable."""
+
+
+@dataclass(frozen=True, slots=True)
+class StdioWire:
+    """The protocol's own copies of the process's stdin and stdout (see `claim_stdio`)."""
+
+    stdin: io.FileIO
+    """Reads what the client sends (the original fd 0)."""
+    stdout: io.TextIOWrapper
+    """Writes to the client (the original fd 1)."""
+
+    def reader(self) -> Any:
+        """The lines the client sends, for the SDK's stdio transport: read on the event loop when stdin is
+        a pipe or socket (so serving can be cancelled at any time), else by a worker thread (a file)."""
+        mode = os.fstat(self.stdin.fileno()).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
+            return _PipeLines(self.stdin)
+        import anyio
+
+        return anyio.wrap_file(io.TextIOWrapper(self.stdin, encoding="utf-8", errors="replace"))
+
+
+class _PipeLines:
+    """The lines of a pipe, read by the event loop (a read in a worker thread cannot be cancelled, and
+    would keep a stopping server waiting for its client to write)."""
+
+    def __init__(self, pipe: io.FileIO) -> None:
+        self._pipe = pipe
+        self._reader: asyncio.StreamReader | None = None
+
+    def __aiter__(self) -> _PipeLines:
+        return self
+
+    async def __anext__(self) -> str:
+        if self._reader is None:
+            reader = asyncio.StreamReader(limit=MAX_LINE)
+            await asyncio.get_running_loop().connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), self._pipe
+            )
+            self._reader = reader
+        try:
+            line = await self._reader.readline()
+        except ValueError:  # over MAX_LINE: handed on as unreadable (the SDK answers a parse error)
+            return "\n"
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+def claim_stdio() -> StdioWire:
+    """Take stdin and stdout for the protocol, at the file-descriptor level: the wire keeps private
+    duplicates, fd 1 is pointed at stderr and fd 0 at the null device. From then on `print`, `os.write(1,
+    ...)` and child processes write to stderr, and `input()` reads nothing, whatever code runs (python
+    blocks executed at import time included). Call it before loading the program."""
+    sys.stdout.flush()
+    wire_in = os.dup(0)
+    wire_out = os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    os.dup2(2, 1)
+    return StdioWire(
+        stdin=io.FileIO(wire_in, "rb", closefd=True),
+        stdout=io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=True), encoding="utf-8", newline="\n"),
+    )
+
+
+async def serve_stdio(
+    server: PlaybookServer, *, wire: StdioWire | None = None, handle_signals: bool = True
+) -> None:
+    """Serve MCP on this process's stdin/stdout (or `wire`, from `claim_stdio`) until the client closes
+    stdin or the server is asked to stop (`request_stop`; SIGINT/SIGTERM when `handle_signals`). Stray
+    output of Python playbooks goes to stderr, so it cannot corrupt the wire."""
+    import anyio
     from mcp.server.stdio import stdio_server
 
     mcp_server = server.mcp_server
-    async with stdio_server() as (read_stream, write_stream):
-        await mcp_server.run(read_stream, write_stream, mcp_server.create_initialization_options())
+    streams: dict[str, Any] = {}
+    if wire is not None:
+        streams = {"stdin": wire.reader(), "stdout": anyio.wrap_file(wire.stdout)}
+
+    async def serve() -> None:
+        async with stdio_server(**streams) as (read_stream, write_stream):
+            await mcp_server.run(read_stream, write_stream, mcp_server.create_initialization_options())
+
+    with stopping_on_signals(server) if handle_signals else _nothing():
+        await _until_stopped(server, serve())
+
+
+async def _until_stopped(server: PlaybookServer, serving: Awaitable[None]) -> None:
+    """Run `serving` until it ends or the server is asked to stop (then cancel it)."""
+    task = asyncio.ensure_future(serving)
+    stopping = asyncio.ensure_future(server.stopped())
+    try:
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        if not task.done():
+            # The calls in progress end with tool errors: let them finish and their answers go out.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(server.host.calls_done(), timeout=GRACEFUL_SHUTDOWN)
+                await asyncio.wait_for(asyncio.wait({task}), timeout=ANSWER_GRACE)
+            task.cancel()
+        await asyncio.gather(task, stopping, return_exceptions=True)
+    if task.done() and not task.cancelled() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+
+
+@contextmanager
+def stopping_on_signals(server: PlaybookServer, *, force_exit_after: float | None = None) -> Iterator[None]:
+    """While the block runs, SIGINT and SIGTERM call `server.request_stop()` in the event loop, even
+    when the loop is busy (the handler runs between Python bytecodes, not as a loop callback). With
+    `force_exit_after`, a process still running that many seconds after the signal exits at once (status
+    1), and a second signal exits at once: a Python playbook stuck in a blocking call cannot keep it alive."""
+    loop = asyncio.get_running_loop()
+    received: list[int] = []
+    timers: list[threading.Timer] = []
+
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        if received and force_exit_after is not None:
+            _force_exit(f"second signal {signal.Signals(number).name}")
+        received.append(number)
+        loop.call_soon_threadsafe(server.request_stop, f"{STOP_REASON} ({signal.Signals(number).name})")
+        if force_exit_after is not None and not timers:
+            timer = threading.Timer(
+                force_exit_after, _force_exit, (f"the calls did not stop within {force_exit_after:g} s",)
+            )
+            timer.daemon = True
+            timers.append(timer)
+            timer.start()
+
+    previous = {number: signal.signal(number, on_signal) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for timer in timers:
+            timer.cancel()
+
+
+def _force_exit(why: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, f"pal mcp: exiting now: {why}\n".encode())
+    os._exit(1)
+
+
+@contextmanager
+def _nothing() -> Iterator[None]:
+    yield
 
 
 class BearerTokenGate:
@@ -180,26 +348,20 @@ async def serve_http(
     port: int = DEFAULT_PORT,
     token: str | None = None,
     announce: Callable[[str], None] | None = None,
+    handle_signals: bool = True,
 ) -> None:
-    """Serve over streamable HTTP until SIGINT (Ctrl-C) or SIGTERM, then stop gracefully; `announce(url)`
-    is called once listening."""
+    """Serve over streamable HTTP until the server is asked to stop (`request_stop`; SIGINT or SIGTERM
+    when `handle_signals`), then stop gracefully; `announce(url)` is called once listening."""
     if token is None and host not in LOOPBACK_HOSTS:
         logger.warning(
             "serving on %s without --token: anyone who can reach this address can call the tools", host
         )
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signal_number in STOP_SIGNALS:
-        loop.add_signal_handler(signal_number, stop.set)
-    try:
+    with stopping_on_signals(server) if handle_signals else _nothing():
         async with serving_http(server, host=host, port=port, token=token) as endpoint:
             if announce is not None:
                 announce(endpoint.url)
-            stopping = asyncio.create_task(stop.wait())
+            stopping = asyncio.create_task(server.stopped())
             try:
                 await asyncio.wait({stopping, endpoint.task}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 stopping.cancel()
-    finally:
-        for signal_number in STOP_SIGNALS:
-            loop.remove_signal_handler(signal_number)

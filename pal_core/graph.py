@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from pal_core.flow import END, EdgeKind, flow
-from pal_core.ir import Playbook, PlaybookKind
+from pal_core.ir import Playbook, PlaybookKind, check_playbook_depth
 
 _UNSAFE = re.compile(r'["<>{}\[\]|#`]')
 _MAX_LABEL = 60
@@ -23,6 +23,7 @@ _EDGE_STYLE = {
 
 def mermaid(playbook: Playbook) -> str:
     """The flowchart, as Mermaid text (`flowchart TD`)."""
+    check_playbook_depth(playbook)
     lines = ["flowchart TD", f'    start(["{_label(playbook.name)}"])']
     if playbook.kind is not PlaybookKind.MARKDOWN or not playbook.steps:
         what = "python" if playbook.kind is PlaybookKind.PYTHON else playbook.kind.value

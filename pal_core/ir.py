@@ -10,10 +10,12 @@ Serialisation lives in `pal_core.jsonform`, never on these classes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from pal_core.errors import PalError
 
 JsonValue = Any
 """A JSON-compatible value: None, bool, int, float, str, list or dict with str keys."""
@@ -225,10 +227,56 @@ class Step:
             return ()
 
     def walk(self) -> Iterator[Step]:
-        """This step and all nested steps, in program order."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        """This step and all nested steps, in program order (iteratively: any depth)."""
+        pending = [self]
+        while pending:
+            step = pending.pop()
+            yield step
+            pending.extend(reversed(step.children))
+
+
+MAX_STEP_DEPTH = 100
+"""How deep steps may nest (`01` is depth 1, `01.01` depth 2, ...). The tools walk the step tree
+recursively; the parser, the markdown compiler and the JSON reader refuse deeper nesting with a positioned
+diagnostic (PAL012), and the other tools refuse a deeper tree built in code."""
+
+
+def too_deep(steps: Iterable[Step]) -> tuple[Step, int] | None:
+    """The first step (in program order) nested deeper than MAX_STEP_DEPTH, with its depth; None when
+    every step is within it. Iterative, so any depth is measured."""
+    pending = [(step, 1) for step in reversed(tuple(steps))]
+    while pending:
+        step, depth = pending.pop()
+        if depth > MAX_STEP_DEPTH:
+            return step, depth
+        pending.extend((child, depth + 1) for child in reversed(step.children))
+    return None
+
+
+def check_depth(program: Program) -> None:
+    """PalError (placed at the step) when a playbook's steps nest deeper than MAX_STEP_DEPTH: for the tools
+    that walk the tree recursively, given a program that did not come from text (built in code)."""
+    for agent in program.agents:
+        for playbook in agent.playbooks:
+            check_playbook_depth(playbook, owner=agent.name, source=program.source)
+
+
+def check_playbook_depth(playbook: Playbook, *, owner: str | None = None, source: str | None = None) -> None:
+    """`check_depth` for one playbook (of agent `owner`, read from `source`)."""
+    found = too_deep(playbook.steps)
+    if found is None:
+        return
+    step, depth = found
+    where = f"{source or '<program>'}:{step.span.line}:{step.span.column}: " if step.span else ""
+    name = f"{owner}.{playbook.name}" if owner else playbook.name
+    raise PalError(
+        f"{where}{name}: steps nested {depth} levels deep (at step {_short_line(step.line)}); at most "
+        f"{MAX_STEP_DEPTH} levels are allowed"
+    )
+
+
+def _short_line(line: str) -> str:
+    return line if len(line) <= 24 else f"{line[:11]}…{line[-11:]}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

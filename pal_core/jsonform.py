@@ -38,7 +38,8 @@ class PalJsonError(PalError):
 
 
 def to_json(program: ir.Program) -> dict[str, Any]:
-    """The JSON-compatible dict of a program."""
+    """The JSON-compatible dict of a program (PalError when its steps nest deeper than MAX_STEP_DEPTH)."""
+    ir.check_depth(program)
     data = _dump(program)
     return {"pal_ir_version": FORMAT_VERSION, **data}
 
@@ -58,7 +59,17 @@ def from_json(data: Mapping[str, Any]) -> ir.Program:
             "$.pal_ir_version", f"unsupported version {version!r}; this reader knows {FORMAT_VERSION}"
         )
     body = {key: value for key, value in data.items() if key != "pal_ir_version"}
-    return _load(ir.Program, body, "$")
+    _check_nesting(body)
+    program = _load(ir.Program, body, "$")
+    for agent_index, agent in enumerate(program.agents):
+        for playbook_index, playbook in enumerate(agent.playbooks):
+            found = ir.too_deep(playbook.steps)
+            if found is not None:
+                raise PalJsonError(
+                    f"$.agents[{agent_index}].playbooks[{playbook_index}]",
+                    f"steps nested {found[1]} levels deep; a program's steps nest at most {ir.MAX_STEP_DEPTH} levels",
+                )
+    return program
 
 
 def loads(text: str) -> ir.Program:
@@ -67,7 +78,41 @@ def loads(text: str) -> ir.Program:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise PalJsonError(f"line {error.lineno} column {error.colno}", error.msg) from None
+    except RecursionError:
+        raise PalJsonError("$", "nested too deeply to read") from None
     return from_json(data)
+
+
+_MAX_NESTING = 2 * ir.MAX_STEP_DEPTH + 40
+"""JSON nesting a program may have: two levels per level of steps (`children: [...]`), and room for the
+program, agent and playbook objects and metadata values around them."""
+
+
+def _check_nesting(data: Any) -> None:
+    """PalJsonError at the first value nested deeper than a program can be (iteratively: the reader
+    itself is recursive)."""
+    # (value, depth, where): `where` is (parent's where, key), turned into a path only for the error.
+    pending: list[tuple[Any, int, Any]] = [(data, 1, None)]
+    while pending:
+        value, depth, where = pending.pop()
+        if depth > _MAX_NESTING:
+            raise PalJsonError(
+                _path(where),
+                f"nested {depth} levels deep; a program's steps nest at most {ir.MAX_STEP_DEPTH} levels",
+            )
+        if isinstance(value, Mapping):
+            pending.extend((item, depth + 1, (where, f".{key}")) for key, item in value.items())
+        elif isinstance(value, list):
+            pending.extend((item, depth + 1, (where, f"[{index}]")) for index, item in enumerate(value))
+
+
+def _path(where: Any) -> str:
+    parts: list[str] = []
+    while where is not None:
+        where, part = where
+        parts.append(part)
+    path = "$" + "".join(reversed(parts))
+    return path if len(path) <= 80 else f"{path[:48]}…{path[-30:]}"
 
 
 # --- dumping -------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from pal_core.errors import SourceReporter
 from pal_core.gc_pause import paused_cyclic_gc
 from pal_core.ir import (
     EMPTY_METADATA,
+    MAX_STEP_DEPTH,
     Agent,
     Metadata,
     Note,
@@ -49,6 +50,7 @@ BAD_PYTHON = "PAL008"
 BAD_PUBLIC_JSON = "PAL009"
 UNKNOWN_SECTION = "PAL010"
 DUPLICATE = "PAL011"
+TOO_DEEP = "PAL012"
 
 _STEP_RE = re.compile(
     r"(?P<indent>[ \t]*)(?:[-*+][ \t]+)?(?P<line>\d+(?:\.\d+)*)[ \t]*:[ \t]*(?P<op>[A-Za-z]+)(?:[ \t]+(?P<text>.*?))?[ \t]*\Z"
@@ -119,15 +121,17 @@ class _AgentDraft:
 
 
 def parse(text: str, *, file: str | None = None) -> Program:
-    """Read PAL text into a Program; raise PalSyntaxError listing every problem in the text."""
+    """Read PAL text into a Program; raise PalSyntaxError listing every problem in the text. A leading
+    byte order mark is ignored."""
     with paused_cyclic_gc():
-        return _Parser(text, file).run()
+        return _Parser(text.removeprefix("\ufeff"), file).run()
 
 
 def parse_file(path: str | Path) -> Program:
-    """Read a .pal (or .pbasm) file."""
-    path = Path(path)
-    return parse(path.read_text(encoding="utf-8"), file=str(path))
+    """Read a .pal (or .pbasm) file (UTF-8; SourceEncodingError otherwise)."""
+    from pal_core.sources import read_source
+
+    return parse(read_source(path), file=str(path))
 
 
 class _Parser:
@@ -414,6 +418,9 @@ class _Parser:
             return
         try:
             agent.public_json = json.loads("\n".join(body)) if any(line.strip() for line in body) else None
+        except RecursionError:
+            self.error(BAD_PUBLIC_JSON, "public.json is nested too deeply to read", number + 1, 1)
+            return
         except json.JSONDecodeError as error:
             self.error(
                 BAD_PUBLIC_JSON,
@@ -609,6 +616,20 @@ class _Parser:
 
     def finish_playbook(self, draft: _PlaybookDraft) -> Playbook:
         kind = PlaybookKind.PYTHON if draft.metadata.python else PlaybookKind.MARKDOWN
+        steps = draft.steps
+        deep = [step for step in steps if step.line.count(".") >= MAX_STEP_DEPTH]
+        if deep:
+            first = deep[0]
+            self.error(
+                TOO_DEEP,
+                f"step nested {first.line.count('.') + 1} levels deep in playbook {draft.name}; steps nest at "
+                f"most {MAX_STEP_DEPTH} levels"
+                + (f" ({len(deep) - 1} more steps are deeper)" if len(deep) > 1 else ""),
+                first.span.line,
+                first.span.column,
+                first.span.length,
+            )
+            steps = [step for step in steps if step.line.count(".") < MAX_STEP_DEPTH]
         return Playbook(
             name=draft.name,
             kind=kind,
@@ -617,7 +638,7 @@ class _Parser:
             description=_join_description(draft.description),
             metadata=draft.metadata,
             triggers=tuple(draft.triggers),
-            steps=_nest(draft.steps),
+            steps=_nest(steps),
             notes=tuple(draft.notes),
             comments=draft.comments,
             span=draft.span,

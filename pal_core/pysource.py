@@ -10,11 +10,16 @@ from typing import Any, Literal
 
 
 def parse_python(source: str, mode: Literal["exec", "eval"] = "exec") -> ast.AST:
-    """`ast.parse` with compile-time warnings silenced; raises SyntaxError (or ValueError for NUL bytes)."""
+    """`ast.parse` with compile-time warnings silenced; raises SyntaxError (or ValueError for NUL bytes).
+    Source nested too deeply for CPython's parser (which then raises MemoryError or RecursionError) is a
+    SyntaxError too: it is data that cannot be read, not an out-of-memory process."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
-        return ast.parse(source, mode=mode)
+        try:
+            return ast.parse(source, mode=mode)
+        except (MemoryError, RecursionError):
+            raise SyntaxError("the code is nested too deeply to read") from None
 
 
 def literal_eval(source: str | ast.AST) -> Any:

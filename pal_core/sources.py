@@ -15,6 +15,29 @@ class UnknownSourceError(PalError):
     """A file whose suffix names no program form."""
 
 
+class SourceEncodingError(PalError):
+    """A program file that is not UTF-8 text."""
+
+
+BOM = "\ufeff"
+"""The byte order mark some editors (Windows ones) put at the start of a UTF-8 file."""
+
+
+def read_source(path: str | Path) -> str:
+    """The text of a program file: UTF-8, a leading byte order mark dropped. SourceEncodingError
+    (`file: not UTF-8 at byte N ...`) for anything else; OSError when it cannot be read."""
+    data = Path(path).read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise SourceEncodingError(
+            f"{path}: not UTF-8 at byte {error.start} (line {line}: byte 0x{data[error.start]:02x}); "
+            "save the file as UTF-8"
+        ) from None
+    return text.removeprefix(BOM)
+
+
 def is_markdown(path: str | Path) -> bool:
     """Whether the file is Playbooks markdown (compiled before use) rather than PAL."""
     return Path(path).suffix.lower() in MARKDOWN_SUFFIXES
@@ -39,6 +62,4 @@ def load_program(path: str | Path) -> Program:
         raise UnknownSourceError(
             f"{path}: unknown program file type {suffix or '(none)'!r}; expected .pal, .pbasm, .pb or .md"
         )
-    return program_from_text(
-        path.read_text(encoding="utf-8"), file=str(path), markdown=suffix in MARKDOWN_SUFFIXES
-    )
+    return program_from_text(read_source(path), file=str(path), markdown=suffix in MARKDOWN_SUFFIXES)

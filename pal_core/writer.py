@@ -16,14 +16,26 @@ import re
 
 from pal_core import yamlish
 from pal_core.errors import PalWriteError
-from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind, Program, Step, Trigger
+from pal_core.ir import (
+    Agent,
+    Metadata,
+    Note,
+    Parameter,
+    Playbook,
+    PlaybookKind,
+    Program,
+    Step,
+    Trigger,
+    check_depth,
+)
 from pal_core.metadata import metadata_to_yaml
 
 _STRUCTURE_RE = re.compile(r"(# |## |##\Z|### )")
 
 
 def write(program: Program) -> str:
-    """The canonical PAL text of a program."""
+    """The canonical PAL text of a program (PalError when its steps nest deeper than MAX_STEP_DEPTH)."""
+    check_depth(program)
     out: list[str] = []
     if program.frontmatter:
         out.append("---")
@@ -107,7 +119,7 @@ def _write_playbook(playbook: Playbook, out: list[str], *, block_follows: bool =
 
 
 def write_playbook(playbook: Playbook) -> str:
-    """The PAL text of one playbook section (for prompts and tools)."""
+    """The PAL text of one playbook section (for prompts and tools; the runtime has checked its depth)."""
     out: list[str] = []
     _write_playbook(playbook, out, block_follows=True)
     return "\n".join(out) + "\n"

@@ -4,7 +4,7 @@ Supported: block mappings and sequences (a sequence may sit at its key's indenta
 sequences and mappings, plain/single/double-quoted scalars, `|` and `>` block scalars, comments.
 Values are JSON-compatible; keys are always strings. Plain scalars resolve as YAML 1.2's core
 schema does (null, true/false, ints, floats), everything else is a string. `dump` writes text that
-`load` reads back to an equal value.
+`load` reads back to an equal value. Values nest at most MAX_NESTING levels (the reader is recursive).
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ _INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _YAML11_SPECIAL_RE = re.compile(
     r"(?i:y|n|yes|no|on|off)\Z|\d{4}-\d\d?-\d\d?|[-+]?\.(?i:inf|nan)\Z|0[xo]|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+"
 )
+
+
+MAX_NESTING = 50
+"""How deep mappings and sequences may nest in metadata or front matter; deeper is a YamlError."""
 
 
 class YamlError(ValueError):
@@ -67,11 +71,25 @@ class _Reader:
     def __init__(self, lines: list[Line]) -> None:
         self.lines = lines
         self.index = 0
+        self.depth = 0
+
+    def enter(self, number: int, column: int) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise YamlError(f"values nest more than {MAX_NESTING} levels deep", number, column)
 
     def peek(self) -> Line | None:
         return self.lines[self.index] if self.index < len(self.lines) else None
 
     def mapping(self, indent: int) -> dict[str, Any]:
+        start = self.peek()
+        self.enter(start[0] if start else 0, indent + 1)
+        try:
+            return self._mapping(indent)
+        finally:
+            self.depth -= 1
+
+    def _mapping(self, indent: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
         while (line := self.peek()) is not None:
             number, text = line
@@ -111,6 +129,14 @@ class _Reader:
         return None
 
     def sequence(self, indent: int) -> list[Any]:
+        start = self.peek()
+        self.enter(start[0] if start else 0, indent + 1)
+        try:
+            return self._sequence(indent)
+        finally:
+            self.depth -= 1
+
+    def _sequence(self, indent: int) -> list[Any]:
         items: list[Any] = []
         while (line := self.peek()) is not None:
             number, text = line
@@ -285,6 +311,7 @@ class _FlowParser:
         self.number = number
         self.column = column
         self.index = 0
+        self.depth = 0
 
     def error(self, message: str) -> YamlError:
         return YamlError(message, self.number, self.column + self.index)
@@ -298,10 +325,14 @@ class _FlowParser:
         if self.index >= len(self.text):
             raise self.error("expected a value")
         char = self.text[self.index]
-        if char == "[":
-            return self.sequence()
-        if char == "{":
-            return self.mapping()
+        if char in "[{":
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise self.error(f"values nest more than {MAX_NESTING} levels deep")
+            try:
+                return self.sequence() if char == "[" else self.mapping()
+            finally:
+                self.depth -= 1
         if char in "\"'":
             value, end = _quoted(self.text, self.index, self.number, self.column)
             self.index = end

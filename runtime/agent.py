@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pal_core.errors import PalError
 from pal_core.flow import PlaybookFlow
-from pal_core.ir import Agent, Metadata, Parameter, Playbook, PlaybookKind, Trigger
+from pal_core.ir import Agent, Metadata, Parameter, Playbook, PlaybookKind, Trigger, check_playbook_depth
 from pal_core.messaging import AgentParticipant, AsyncMessageQueue, Message
 from pal_core.python_blocks import TRIGGER_RE
 from runtime.errors import ProgramError
@@ -48,9 +49,11 @@ class AgentInstance:
     display_name: str | None = None
     """The name it was created with (`CreateAgent("Player", name="Nova")`), if any."""
     _flows: dict[str, PlaybookFlow] = field(default_factory=dict)
+    _declared: dict[str, tuple[Playbook, tuple[tuple[str, str], ...]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.inbox = AsyncMessageQueue(f"inbox of {self.klass} {self.id}")
+        self.state.variables.limits = self.run.value_limits
         self.playbooks = {playbook.name: playbook for playbook in self.ir.playbooks}
 
     @property
@@ -69,9 +72,29 @@ class AgentInstance:
         """The (cached) control flow of one of this agent's playbooks."""
         cached = self._flows.get(playbook.name)
         if cached is None or cached.playbook is not playbook:
+            try:
+                check_playbook_depth(playbook, owner=self.klass, source=self.run.program.source)
+            except PalError as error:  # a program built in code, not read from text (which refuses it)
+                raise ProgramError(str(error)) from None
             cached = PlaybookFlow(playbook)
             self._flows[playbook.name] = cached
         return cached
+
+    def declared_types(self, playbook: Playbook) -> tuple[tuple[str, str], ...]:
+        """(variable, type) for every `$x:type` a step of the playbook assigns (`$x:int = ...`, `$x:int =
+        Call()`), cached: a playbook's declarations hold from its first step, whoever writes the value."""
+        cached = self._declared.get(playbook.name)
+        if cached is None or cached[0] is not playbook:
+            found: dict[str, str] = {}
+            for step in self.flow(playbook).by_line.values():
+                target = step.assignment.target if step.assignment is not None else None
+                if target is None and step.call is not None:
+                    target = step.call.result
+                if target is not None and target.type:
+                    found.setdefault(target.name, target.type)
+            cached = (playbook, tuple(found.items()))
+            self._declared[playbook.name] = cached
+        return cached[1]
 
     def load_python(self, namespace: dict[str, Any]) -> None:
         """Load the agent's python blocks, named modules and `python:` bindings."""

@@ -66,7 +66,7 @@ class AgentPool:
         state = instance.state
         # A new Variables object (not cleared in place): the python blocks' `agent.state` stays the same
         # AgentState, so `agent.state.variables` reaches the fresh variables.
-        state.variables = Variables()
+        state.variables = Variables(self.run.value_limits)
         state.artifacts.clear()
         state.session_log.entries.clear()
         state.joined_meetings.clear()

@@ -108,7 +108,8 @@ async def run_playbook(
     """Call one playbook in a fresh run (no BGN playbooks) and return its result.
 
     `playbook` is `Playbook` or `Agent.Playbook` (default: the entry playbook). Failures raise RunError,
-    ProgramError or CallError; waiting for the user with no `messages` raises InputExhausted.
+    ProgramError or CallError; waiting for the user with no `messages` raises InputExhausted; a call past
+    one of the budgets of `limits` (steps, seconds, model calls, value sizes) raises BudgetExceeded.
     """
     loaded = _program(program)
     agent_name, target = entry_playbook(loaded, playbook)
@@ -126,6 +127,7 @@ async def run_playbook(
         instance = await run.agent_instance(agent_name)
         if instance is None:
             raise ProgramError(f"agent {agent_name} could not be started")
-        return await Execution(instance).execute(target, list(args), dict(kwargs))
+        async with run.budget.bound():
+            return await Execution(instance).execute(target, list(args), dict(kwargs))
     finally:
         await run.shutdown()

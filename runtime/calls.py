@@ -24,7 +24,9 @@ def argument_value(argument: Argument, variables: Any) -> Any:
     if argument.kind is ArgKind.EXPRESSION:
         try:
             return evaluate(
-                argument.text, variables.snapshot() if hasattr(variables, "snapshot") else variables
+                argument.text,
+                variables.snapshot() if hasattr(variables, "snapshot") else variables,
+                getattr(variables, "limits", None),
             )
         except NotEvaluable as error:
             raise CallError(f"cannot evaluate argument {argument.text!r}: {error}") from None
@@ -75,7 +77,7 @@ async def invoke_call(execution: Execution, call: Call) -> Any:
     result = await execution.call_playbook(call.name, args, kwargs)
     if call.result is not None:
         declared = call.result.type or variables.type_of(call.result.name)
-        value = coerce(result, declared)
+        value = coerce(result, declared, variables.limits)
         variables.set(call.result.name, value, call.result.type)
         execution.run.trace(
             execution.agent,

@@ -11,9 +11,9 @@ What is shared by the calls of one run: the Python modules of the agent's python
 instance, loaded once: module-level variables there live as long as the run), and the other agents of
 the program (started once; a playbook that calls `Other.Playbook` talks to the same `Other` every time).
 
-Per call, `RunLimits.max_model_calls` is the budget of that call (not of the run); model calls made by
-other agents outside any call (a message loop reacting to a message) share one budget of the same size
-for the run's lifetime. No trace is kept unless a `Tracer` is given (a long-lived tracer keeps every
+Per call, the budgets of `RunLimits` (model calls, steps, wall-clock seconds) are the budgets of that call,
+not of the run (runtime.budget); work other agents do outside any call (a message loop reacting to a
+message) gets a budget of the same size per batch of messages. No trace is kept unless a `Tracer` is given (a long-lived tracer keeps every
 event: give one to debug, not in production). What the playbook says to the user is returned with the
 value (`CallOutcome.said_to_user`) and not kept anywhere else.
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
@@ -42,8 +41,7 @@ from runtime.errors import CallError, ProgramError, ProgramExit
 from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
 from runtime.loader import load
-from runtime.models.base import Model, ModelRequest, ModelResponse
-from runtime.models.limits import CallLimiter, CallLimits
+from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
 from runtime.trace import Tracer
 
@@ -102,43 +100,11 @@ def resolve_playbook(program: Program, agent: str | None, playbook: str | None) 
     raise CallError(f"{where} has no BGN-triggered or public playbook to call; name one with playbook=")
 
 
-# --- model budget per call -------------------------------------------------------------------------
-
-_call_budget: contextvars.ContextVar[CallLimiter | None] = contextvars.ContextVar(
-    "pal_embedded_call_budget", default=None
-)
-
-
-class _PerCallBudgetModel:
-    """The run's model, counting each call against the budget of the embedded call it belongs to.
-
-    The run's own limiter keeps the per-call timeout and has no count limit; this wrapper applies the
-    count limit of `RunLimits.max_model_calls` per embedded call (found through a context variable), or
-    for the run's lifetime when no embedded call is current (another agent's message loop).
-    """
-
-    def __init__(self, inner: Model, lifetime_budget: CallLimiter) -> None:
-        self.inner = inner
-        """The model that answers."""
-        self.lifetime_budget = lifetime_budget
-        """The budget of model calls made outside any embedded call."""
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    async def prepare(self) -> None:
-        prepare = getattr(self.inner, "prepare", None)
-        if prepare is not None:
-            await prepare()
-
-    async def complete(self, request: ModelRequest) -> ModelResponse:
-        budget = _call_budget.get() or self.lifetime_budget
-        return await budget.complete(self.inner, request)
-
-
 class _EmbeddedRun(ProgramRun):
-    """A ProgramRun that skips building trace events when nobody reads them."""
+    """A long-lived ProgramRun (each call brings its own budget) that skips building trace events when
+    nobody reads them."""
+
+    long_lived = True
 
     def __init__(self, *args: Any, keep_trace: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -378,12 +344,11 @@ class EmbeddedPlaybook:
         self.model: Model | None = model
         """The model for steps the runtime cannot execute alone (None: no model)."""
         self.limits: RunLimits = limits or RunLimits()
-        """The limits; `max_model_calls` applies to each call."""
+        """The limits; the budgets (model calls, steps, seconds) apply to each call."""
         self.human: HumanInput = human or NoHuman()
         """Who answers when the playbook waits for the user."""
         self.tracer = tracer
         """Where events go (None: nowhere)."""
-        self._call_limits = CallLimits(max_calls=self.limits.max_model_calls)
         self._sessions: _Sessions = {}
         self._sessions_lock = threading.Lock()
         self._sync = _SyncLoops(self.qualified_name, self._sessions)
@@ -411,17 +376,15 @@ class EmbeddedPlaybook:
             session = await self._session(loop)
         pool = session.pool
         instance = await pool.checkout()
-        token = _call_budget.set(CallLimiter(self._call_limits)) if self.model is not None else None
         try:
             playbook = instance.playbooks[self.playbook.name]
             try:
-                value = await Execution(instance).execute(playbook, [], dict(arguments))
+                async with session.run.new_budget().bound():
+                    value = await Execution(instance).execute(playbook, [], dict(arguments))
             except ProgramExit:
                 value = None  # the program ended: the call is over and returned nothing
             return CallOutcome(value=value, said_to_user=await pool.take_said(instance))
         finally:
-            if token is not None:
-                _call_budget.reset(token)
             pool.checkin(instance)
 
     def call_sync(self, arguments: Mapping[str, Any]) -> CallOutcome:
@@ -457,14 +420,10 @@ class EmbeddedPlaybook:
         return session
 
     async def _start_session(self) -> _Session:
-        limits = dataclasses.replace(self.limits, max_model_calls=None)
-        model: Model | None = None
-        if self.model is not None:
-            model = _PerCallBudgetModel(self.model, CallLimiter(self._call_limits))
         run = _EmbeddedRun(
             self.program,
-            model=model,
-            limits=limits,
+            model=self.model,
+            limits=self.limits,
             human=self.human,
             tracer=self.tracer,
             keep_trace=self.tracer is not None,

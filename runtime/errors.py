@@ -70,3 +70,66 @@ class InputExhausted(RunError):
 
 class PlaybookFailed(RunError):
     """A Python or remote playbook raised."""
+
+
+class RunStopped(RunError):
+    """A run or call stopped from outside before it finished (a server shutting down)."""
+
+
+CONFIGURABLE_BUDGETS = frozenset(
+    {"max_steps", "max_seconds", "max_int_digits", "max_string_length", "max_items"}
+)
+"""The budgets a user sets (RunLimits fields, `--max-...` options); others are fixed (value nesting)."""
+
+
+class BudgetExceeded(RunError):
+    """A run or a call reached one of its budgets (`RunLimits`): steps executed, seconds of wall-clock time,
+    or the size of a value. The message names the budget, where it ran out, and the option that raises it.
+
+    Raised without a place by code that does not know one (the expression evaluator); the interpreter
+    re-raises it with the agent, playbook and line of the step (`located`).
+    """
+
+    def __init__(
+        self,
+        what: str,
+        *,
+        budget: str,
+        limit: float | int,
+        agent: str | None = None,
+        playbook: str | None = None,
+        line: str | None = None,
+    ) -> None:
+        option = budget.replace("_", "-")
+        shown = f"{limit:g}" if isinstance(limit, float) else str(limit)
+        hint = (
+            f"budget {budget}={shown}; raise it with --{option}"
+            if budget in CONFIGURABLE_BUDGETS
+            else f"a fixed limit of {shown}"
+        )
+        super().__init__(
+            f"{what} ({hint})",
+            agent=agent,
+            playbook=playbook,
+            line=line,
+        )
+        self.what = what
+        """What went over the budget, in words."""
+        self.budget = budget
+        """The RunLimits field (`max_steps`, `max_seconds`, `max_int_digits`, `max_string_length`,
+        `max_items`), or `max_nesting` for the fixed limit on how deep values nest."""
+        self.limit = limit
+        """The budget's value."""
+
+    @property
+    def option(self) -> str:
+        """The command-line option that raises the budget (`--max-steps`)."""
+        return "--" + self.budget.replace("_", "-")
+
+    def located(self, *, agent: str | None, playbook: str | None, line: str | None) -> BudgetExceeded:
+        """The same error placed at a step (unchanged when it already has a place)."""
+        if self.playbook is not None:
+            return self
+        return type(self)(
+            self.what, budget=self.budget, limit=self.limit, agent=agent, playbook=playbook, line=line
+        )

@@ -8,6 +8,7 @@ builtins. Messages, user input, meetings and artifacts are reached from here too
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,12 +20,18 @@ from runtime.errors import CallError, ControlFlow, InputExhausted, PlaybookFaile
 from runtime.python_api import call_function, current_execution
 from runtime.remote import RemoteCallError
 from runtime.state import Artifact, CallStack
+from runtime.value_limits import check_value
 from runtime.values import NotEvaluable, coerce, evaluate
 
 if TYPE_CHECKING:
     from runtime.agent import AgentInstance
     from runtime.program_run import ProgramRun
 
+MAX_CALL_DEPTH = 50
+"""Playbook calls nested in one chain (a call inside a call ...): deeper is a playbook calling itself
+without end, stopped with a clear error before Python's own recursion limit (about 8 Python frames each)."""
+
+_call_depth: contextvars.ContextVar[int] = contextvars.ContextVar("pal_call_depth", default=0)
 
 class Execution:
     """One agent executing a chain of playbook calls."""
@@ -76,6 +83,29 @@ class Execution:
 
     async def execute(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Run one of this agent's playbooks."""
+        depth = _call_depth.get() + 1
+        if depth > MAX_CALL_DEPTH:
+            caller = self.stack.top
+            raise RunError(
+                f"playbook calls nested more than {MAX_CALL_DEPTH} deep (a playbook that calls itself "
+                f"without end?); the innermost calls {playbook.name}",
+                agent=self.agent.klass,
+                playbook=caller.playbook.name if caller is not None else None,
+                line=(caller.last_line or caller.line) if caller is not None else None,
+            )
+        token = _call_depth.set(depth)
+        try:
+            return await self._execute(playbook, args, kwargs)
+        finally:
+            _call_depth.reset(token)
+
+    async def _execute(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        # Values from outside (an MCP client, a caller's Python, a model) meet the size budgets at the door.
+        limits = self.run.value_limits
+        for index, value in enumerate(args):
+            check_value(value, limits, f"argument {index + 1} of {playbook.name}")
+        for name, value in kwargs.items():
+            check_value(value, limits, f"argument {name} of {playbook.name}")
         self.run.trace(
             self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
         )
@@ -91,6 +121,7 @@ class Execution:
             from runtime.interpreter import run_markdown
 
             result = await run_markdown(self, playbook, args, kwargs)
+        check_value(result, limits, f"the result of {playbook.name}")
         self.run.trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
         return result
 

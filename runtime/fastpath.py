@@ -5,7 +5,8 @@ a call whose arguments are literals or set variables (queued for QUE, immediate 
 literal message), an assignment of a computable expression, JMP, RET of nothing / a variable / a
 literal / a computable expression, every YLD, and a CND whose condition is computable (or `Otherwise`,
 reached only when the branches before it were not taken). Anything else returns None and the model
-takes over from that line.
+takes over from that line. A computation the runtime refuses for its size (ValueTooLarge) is not handed to
+the model: the step fails, naming the budget.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ async def run_step(execution: Execution, frame: Frame, flow: PlaybookFlow, step:
             value = None
         else:
             try:
-                value = evaluate(step.text, variables.snapshot())
+                value = evaluate(step.text, variables.snapshot(), variables.limits)
             except NotEvaluable:
                 return None
-        frame.return_value = coerce(value, frame.playbook.returns)
+        frame.return_value = coerce(value, frame.playbook.returns, variables.limits)
         _done(execution, frame, step, END, detail=f"return {value!r}")
         return Control(yield_kind=YieldKind.RETURN)
     if opcode == "CND":
@@ -72,7 +73,8 @@ def _condition(execution: Execution, frame: Frame, flow: PlaybookFlow, step: Ste
         holds = True
     elif condition.kind in _EVALUABLE_CONDITIONS and condition.expression:
         try:
-            holds = bool(evaluate(condition.expression, execution.agent.state.variables.snapshot()))
+            variables = execution.agent.state.variables
+            holds = bool(evaluate(condition.expression, variables.snapshot(), variables.limits))
         except NotEvaluable:
             return None
     else:
@@ -98,11 +100,11 @@ async def _call_or_assignment(
     elif step.assignment is not None:
         target = step.assignment.target
         try:
-            value = evaluate(step.assignment.expression, variables.snapshot())
+            value = evaluate(step.assignment.expression, variables.snapshot(), variables.limits)
         except NotEvaluable:
             return None
         declared = target.type or variables.type_of(target.name)
-        value = coerce(value, declared)
+        value = coerce(value, declared, variables.limits)
         variables.set(target.name, value, target.type)
         _done(execution, frame, step, flow.after(step)[0], changed={target.name: value})
     else:

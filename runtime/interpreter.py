@@ -8,6 +8,7 @@ user, for the meeting or for an agent, return, or exit the program.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from pal_core.flow import END, PlaybookFlow
@@ -15,7 +16,7 @@ from pal_core.ir import Call, Playbook, YieldKind
 from runtime import fastpath
 from runtime.calls import invoke_call
 from runtime.control import Control
-from runtime.errors import ProgramExit, RunError
+from runtime.errors import BudgetExceeded, ProgramExit, RunError
 from runtime.models.base import ChatMessage, ModelRequest
 from runtime.state import Frame
 from runtime.turns import model_turn
@@ -37,6 +38,10 @@ async def run_markdown(
     for parameter in playbook.parameters:
         variables.set(parameter.name, bound[parameter.name], parameter.type)
     mode = playbook.metadata.execution_mode
+    if playbook.steps:
+        # Declared before the first step, so a value a model writes for `$n:int` is held to int too.
+        for name, declared in execution.agent.declared_types(playbook):
+            variables.declare(name, declared)
     if mode == "raw":
         return await run_raw(execution, playbook)
     if not playbook.steps:
@@ -54,18 +59,24 @@ async def run_markdown(
 
 
 async def _loop(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Any:
+    budget = execution.run.current_budget()
+    agent = execution.agent.klass
     while True:
         if frame.line == END:
             await _flush(execution, frame)
             return frame.return_value
         step = flow.by_line.get(frame.line)
         if step is None:
-            raise RunError(
-                f"line {frame.line} does not exist", agent=execution.agent.klass, playbook=frame.playbook.name
-            )
-        control = await fastpath.run_step(execution, frame, flow, step)
-        if control is None:
-            control = await model_turn(execution, frame, flow)
+            raise RunError(f"line {frame.line} does not exist", agent=agent, playbook=frame.playbook.name)
+        if budget.check(agent, frame):
+            # A turn for the event loop: other agents, other calls, cancellation and signals go on.
+            await asyncio.sleep(0)
+        try:
+            control = await fastpath.run_step(execution, frame, flow, step)
+            if control is None:
+                control = await model_turn(execution, frame, flow)
+        except BudgetExceeded as error:  # a value too large for its budget: place it at this step
+            raise error.located(agent=agent, playbook=frame.playbook.name, line=step.line) from None
         await run_pending_triggers(execution)
         if await _handle(execution, frame, control):
             return frame.return_value

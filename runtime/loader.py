@@ -14,7 +14,7 @@ from pathlib import Path
 from pal_core.errors import Diagnostic, Severity
 from pal_core.ir import Program
 from pal_core.parser import parse
-from pal_core.sources import MARKDOWN_SUFFIXES, load_program
+from pal_core.sources import MARKDOWN_SUFFIXES, load_program, read_source
 from pal_core.writer import write
 from runtime.errors import ProgramError
 
@@ -31,7 +31,7 @@ def load(path: str | Path) -> Program:
     path = Path(path)
     if path.suffix.lower() not in MARKDOWN_SUFFIXES:
         return load_program(path)
-    source = path.read_text(encoding="utf-8")
+    source = read_source(path)
     digest = hashlib.sha256(f"{COMPILER_CACHE_VERSION}\n{source}".encode()).hexdigest()
     cached = cache_dir() / f"{digest}.pal"
     if cached.is_file():

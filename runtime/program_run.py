@@ -9,6 +9,7 @@ nothing left to read, or on a failure; tasks never outlive it.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,15 +30,17 @@ from pal_core.messaging import (
     StreamObserver,
 )
 from runtime.agent import AgentInstance
-from runtime.errors import InputExhausted, ProgramError, ProgramExit, RunError
+from runtime.budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, Budget, current_budget
+from runtime.errors import BudgetExceeded, InputExhausted, ProgramError, ProgramExit, RunError
 from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
 from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse
-from runtime.models.limits import CallLimiter, CallLimits
+from runtime.models.limits import check_timeout
 from runtime.remote import RemoteOpener, open_remote, playbook_for_tool
 from runtime.state import Frame
 from runtime.trace import Tracer
 from runtime.triggers import TriggerWatcher, check_message_triggers
+from runtime.value_limits import DEFAULT_VALUE_LIMITS, ValueLimits
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +63,44 @@ class RunLimits:
     """Rounds a react playbook may take."""
     meeting_attendance_timeout: float = 30.0
     """Seconds a meeting waits for its required attendees."""
+    max_steps: int | None = DEFAULT_MAX_STEPS
+    """Steps the run may execute (a model turn counts one); for a served or embedded program, each call.
+    Stops a loop that never ends (docs/security.md)."""
+    max_seconds: float | None = DEFAULT_MAX_SECONDS
+    """Wall-clock seconds the run may take, not counting time spent waiting for the user; for a served or
+    embedded program, each call."""
+    max_int_digits: int | None = DEFAULT_VALUE_LIMITS.max_int_digits
+    """Decimal digits of any int the run computes or stores (4300: the most Python prints by default)."""
+    max_string_length: int | None = DEFAULT_VALUE_LIMITS.max_string_length
+    """Characters of any string the run computes or stores (and of all the text in one list or dict)."""
+    max_items: int | None = DEFAULT_VALUE_LIMITS.max_items
+    """Items of any list or dict the run computes or stores, nested ones included."""
+
+    def __post_init__(self) -> None:
+        for name in ("max_steps", "max_int_digits", "max_string_length", "max_items"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise ValueError(f"RunLimits.{name} must be a whole number >= 1 or None, not {value!r}")
+        if self.max_seconds is not None:
+            check_timeout(self.max_seconds, "RunLimits.max_seconds")
+        printable = sys.get_int_max_str_digits()
+        digits = self.max_int_digits
+        if digits is not None and digits > sys.int_info.default_max_str_digits and 0 < printable < digits:
+            # The runtime prints values (traces, prompts, results); Python refuses to above its limit.
+            raise ValueError(
+                f"RunLimits.max_int_digits={self.max_int_digits} is more than Python converts to text "
+                f"({printable} digits); call sys.set_int_max_str_digits({self.max_int_digits}) first "
+                "(`pal --max-int-digits` does)"
+            )
+
+    @property
+    def value_limits(self) -> ValueLimits:
+        """The value-size budgets, as the evaluator and the variables take them."""
+        return ValueLimits(
+            max_int_digits=self.max_int_digits,
+            max_string_length=self.max_string_length,
+            max_items=self.max_items,
+        )
 
 
 @dataclass(slots=True, kw_only=True)
@@ -87,6 +128,11 @@ class RunResult:
 class ProgramRun:
     """One run of a program."""
 
+    long_lived = False
+    """A run that answers calls for a long time (an MCP server, an embedded playbook): each call brings a
+    budget of its own, the run's own budget has no clock, and each batch of messages an agent handles
+    outside a call gets a fresh budget."""
+
     def __init__(
         self,
         program: Program,
@@ -107,9 +153,11 @@ class ProgramRun:
         self.human: HumanInput = human or NoHuman()
         self.tracer = tracer or Tracer()
         self.meeting_timeouts = meeting_timeouts
-        self.limiter = CallLimiter(
-            CallLimits(max_calls=limits.max_model_calls, call_timeout=limits.model_timeout)
-        )
+        self.value_limits = limits.value_limits
+        """The value-size budgets (from `limits`)."""
+        self.budget = Budget(limits, owner=self, clock=not self.long_lived)
+        """The run's budget: steps, wall-clock time, model calls (calls of a long-lived run bring their own)."""
+        self.limiter = self.budget.limiter
         self.registry = ChannelRegistry()
         self.meetings = MeetingManager(self.registry)
         self.human_inbox = AsyncMessageQueue("inbox of human")
@@ -219,7 +267,11 @@ class ProgramRun:
             self._spawn(instance)
         if not self._tasks:
             self._finish("idle", "no agent to run")
-        await self._finished.wait()
+        try:
+            async with self.budget.bound():
+                await self._finished.wait()
+        except BudgetExceeded as error:
+            self._finish("error", str(error), error)
         await self.shutdown()
         return self._result or self._finish_result("idle", "finished")
 
@@ -254,15 +306,24 @@ class ProgramRun:
                 self._set_idle(instance.id)
             messages = await instance.inbox.get_batch()
             self._busy.add(instance.id)
-            invitations = [m for m in messages if m.message_type is MessageType.MEETING_INVITATION]
-            others = [m for m in messages if m.message_type is not MessageType.MEETING_INVITATION]
-            if others:
-                execution.receive(others)
-                await check_message_triggers(execution)
-            for invitation in invitations:
-                from runtime.meetings import join_meeting
+            if self.long_lived:
+                async with self.new_budget().bound():
+                    await self._handle_messages(instance, execution, messages)
+            else:
+                await self._handle_messages(instance, execution, messages)
 
-                await join_meeting(Execution(instance), invitation)
+    async def _handle_messages(
+        self, instance: AgentInstance, execution: Execution, messages: list[Any]
+    ) -> None:
+        invitations = [m for m in messages if m.message_type is MessageType.MEETING_INVITATION]
+        others = [m for m in messages if m.message_type is not MessageType.MEETING_INVITATION]
+        if others:
+            execution.receive(others)
+            await check_message_triggers(execution)
+        for invitation in invitations:
+            from runtime.meetings import join_meeting
+
+            await join_meeting(Execution(instance), invitation)
 
     def _set_idle(self, agent_id: str) -> None:
         self._busy.discard(agent_id)
@@ -379,8 +440,9 @@ class ProgramRun:
                 playbook=str(request.metadata.get("playbook", "")) or None,
                 line=str(request.metadata.get("line", "")) or None,
             )
-        response = await self.limiter.complete(self.model, request)
-        call_id = self.limiter.calls
+        limiter = self.current_budget().limiter
+        response = await limiter.complete(self.model, request)
+        call_id = limiter.calls
         self.trace(
             agent,
             "model_call",
@@ -394,7 +456,18 @@ class ProgramRun:
 
     async def request_user_input(self, agent: AgentInstance) -> str | None:
         self.trace(agent, "yield", detail="waiting for user input")
-        return await self.human.read(agent.klass)
+        with self.current_budget().waiting_for_user():
+            return await self.human.read(agent.klass)
+
+    # --- budgets ---------------------------------------------------------------------------------
+
+    def current_budget(self) -> Budget:
+        """The budget work in this task spends: its call's (see `new_budget`), else the run's."""
+        return current_budget(self) or self.budget
+
+    def new_budget(self) -> Budget:
+        """A fresh budget of the run's limits for one call: `async with run.new_budget().bound(): ...`."""
+        return Budget(self.limits, owner=self)
 
     async def check_message_triggers(self, execution: Execution) -> None:
         await check_message_triggers(execution)

@@ -8,6 +8,7 @@ from typing import Any
 
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import Playbook
+from runtime.value_limits import DEFAULT_VALUE_LIMITS, ValueLimits, check_value
 
 
 class Variables:
@@ -17,12 +18,14 @@ class Variables:
     against it by the verifier and coerced where lossless.
     """
 
-    __slots__ = ("_listeners", "_types", "_values")
+    __slots__ = ("_listeners", "_types", "_values", "limits")
 
-    def __init__(self) -> None:
+    def __init__(self, limits: ValueLimits | None = DEFAULT_VALUE_LIMITS) -> None:
         self._values: dict[str, Any] = {}
         self._types: dict[str, str] = {}
         self._listeners: list[Any] = []
+        self.limits = limits
+        """How large a value may be (the run's value-size budgets); None: unchecked."""
 
     def __contains__(self, name: str) -> bool:
         return name.lstrip("$") in self._values
@@ -43,7 +46,10 @@ class Variables:
         return self._values.get(name.lstrip("$"), default)
 
     def set(self, name: str, value: Any, declared_type: str | None = None) -> bool:
-        """Set a variable; return True when its value changed."""
+        """Set a variable; return True when its value changed. ValueTooLarge (nothing set) when the value is
+        over the size budgets: whoever wrote it (a step, a model's `Var` line, a call), it is refused here."""
+        if self.limits is not None:
+            check_value(value, self.limits, f"${name}")
         if declared_type:
             self._types.setdefault(name, declared_type)
         old = self._values.get(name, _UNSET)

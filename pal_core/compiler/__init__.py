@@ -6,7 +6,7 @@ PalSyntaxError listing every problem with its `file:line:col` and the marked sou
 
 Step, trigger, note, playbook and agent spans point into the markdown, and `Program.source` is the
 markdown file, so later diagnostics about a compiled program name the line its author wrote. Error
-codes are the parser's (PAL001-PAL011) for the same kinds of problem, and PAL020 for a jump whose
+codes are the parser's (PAL001-PAL012) for the same kinds of problem, and PAL020 for a jump whose
 target cannot be found.
 
 Reading the markdown
@@ -111,7 +111,9 @@ __all__ = ["compile_file", "compile_markdown"]
 
 
 def compile_markdown(text: str, *, file: str | None = None) -> Program:
-    """Compile Playbooks markdown to the PAL IR; raise PalSyntaxError listing every problem."""
+    """Compile Playbooks markdown to the PAL IR; raise PalSyntaxError listing every problem. A leading byte
+    order mark is ignored."""
+    text = text.removeprefix("\ufeff")
     with paused_cyclic_gc():
         reporter = Reporter(text, file)
         document = read_markdown(text, reporter)
@@ -121,6 +123,7 @@ def compile_markdown(text: str, *, file: str | None = None) -> Program:
 
 
 def compile_file(path: str | Path) -> Program:
-    """Compile a `.pb` file."""
-    path = Path(path)
-    return compile_markdown(path.read_text(encoding="utf-8"), file=str(path))
+    """Compile a `.pb` file (UTF-8; SourceEncodingError otherwise)."""
+    from pal_core.sources import read_source
+
+    return compile_markdown(read_source(path), file=str(path))

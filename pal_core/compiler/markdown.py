@@ -19,11 +19,13 @@ from pal_core.compiler.reporter import (
     BAD_PUBLIC_JSON,
     BAD_STEP,
     DUPLICATE,
+    TOO_DEEP,
     UNKNOWN_SECTION,
     UNPLACEABLE,
     UNTERMINATED,
     Reporter,
 )
+from pal_core.ir import MAX_STEP_DEPTH
 
 _HEADING_RE = re.compile(r"(?P<hashes>#{1,6})(?:[ \t]+(?P<title>.*?))?[ \t]*\Z")
 _ITEM_RE = re.compile(r"(?P<indent>[ \t]*)(?P<bullet>[-*+]|\d{1,9}[.)])(?:[ \t]+(?P<text>.*?))?[ \t]*\Z")
@@ -182,6 +184,7 @@ class _Reader:
         self.section_name = ""
         self.open_items: list[SourceItem] = []
         self.blank_since_item = False
+        self.too_deep_reported = False
 
     # --- driver ------------------------------------------------------------------------------------
 
@@ -370,6 +373,19 @@ class _Reader:
             item = SourceItem(text=text, line=number, column=match.start("text") + 1, indent=indent)
             while self.open_items and self.open_items[-1].indent >= indent:
                 self.open_items.pop()
+            if len(self.open_items) >= MAX_STEP_DEPTH:
+                # Each list level becomes a level of steps; the tools walk steps recursively.
+                if not self.too_deep_reported:
+                    self.reporter.error(
+                        TOO_DEEP,
+                        f"list item nested {len(self.open_items) + 1} levels deep; steps nest at most "
+                        f"{MAX_STEP_DEPTH} levels",
+                        number,
+                        match.start("bullet") + 1,
+                        1,
+                    )
+                    self.too_deep_reported = True
+                return
             if self.open_items:
                 self.open_items[-1].children.append(item)
             else:
@@ -564,6 +580,9 @@ class _Reader:
             return
         try:
             agent.public_json = json.loads("\n".join(body)) if any(line.strip() for line in body) else None
+        except RecursionError:
+            self.reporter.error(BAD_PUBLIC_JSON, "public.json is nested too deeply to read", number + 1, 1)
+            return
         except json.JSONDecodeError as error:
             self.reporter.error(
                 BAD_PUBLIC_JSON,

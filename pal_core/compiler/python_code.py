@@ -11,6 +11,7 @@ import ast
 import json
 
 from pal_core.compiler.phrases import trigger_code
+from pal_core.pysource import parse_python
 from pal_core.python_blocks import TRIGGER_RE
 
 
@@ -20,7 +21,7 @@ def number_python_triggers(code: str) -> str:
     Code that does not parse is returned unchanged; reading it later reports the syntax error.
     """
     try:
-        module = ast.parse(code)
+        module = parse_python(code)
     except (SyntaxError, ValueError):
         return code
     lines = code.split("\n")

@@ -2,7 +2,7 @@
 
 `validate(program)` returns diagnostics (data, never exceptions), sorted by position. Errors are real
 mistakes a runtime would trip over; warnings are likely mistakes that still run. Every code is listed
-in `RULES` and documented in docs/diagnostics.md. Syntax errors (PAL001-PAL011) come from the parser;
+in `RULES` and documented in docs/diagnostics.md. Syntax errors (PAL001-PAL012) come from the parser;
 `validate_text` returns those and the validator's findings through one call.
 """
 

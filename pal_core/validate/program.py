@@ -6,7 +6,18 @@ import keyword
 import re
 from collections.abc import Sequence
 
-from pal_core.ir import TRIGGER_CODES, Agent, Note, Playbook, PlaybookKind, Program, Step, Trigger
+from pal_core.ir import (
+    MAX_STEP_DEPTH,
+    TRIGGER_CODES,
+    Agent,
+    Note,
+    Playbook,
+    PlaybookKind,
+    Program,
+    Step,
+    Trigger,
+    too_deep,
+)
 from pal_core.validate import rules
 from pal_core.validate.builtin_playbooks import is_builtin
 from pal_core.validate.report import Location, PythonDecorator, PythonDef, Reporter
@@ -162,6 +173,16 @@ class _AgentChecker:
             span,
             self.report,
         )
+        deep = too_deep(playbook.steps)
+        if deep is not None:
+            # Built in code (the parser refuses such text): the step checks walk the tree recursively.
+            step, depth = deep
+            self.report.add(
+                rules.TOO_DEEP,
+                f"step nested {depth} levels deep in playbook {name}; steps nest at most {MAX_STEP_DEPTH} levels",
+                step.span or span,
+            )
+            return
         for step in check_steps(playbook, self.report, span):
             self.check_call(step, span)
 
@@ -211,6 +232,13 @@ class _AgentChecker:
                 rules.BAD_PYTHON_BINDING,
                 f"playbook {playbook.name} has python: {metadata.python!r}; write the import path as "
                 "module.path:function_name",
+                span,
+            )
+        if metadata.python is not None and playbook.steps:
+            self.report.add(
+                rules.STEPS_WITH_PYTHON_BINDING,
+                f"playbook {playbook.name} has steps and python: {metadata.python!r}; the function would run "
+                "and the steps never: remove the steps (the function is the playbook) or the binding",
                 span,
             )
         for attendee in (*metadata.required_attendees, *metadata.optional_attendees):

@@ -2,7 +2,7 @@
 
 Codes are part of the public interface (editors, CI filters and docs/diagnostics.md refer to them):
 a code is never reused for a different meaning, and a retired code stays reserved. Syntax errors
-(PAL001-PAL011) belong to the parser; the validator's codes start at PAL100.
+(PAL001-PAL012) belong to the parser; the validator's codes start at PAL100.
 """
 
 from __future__ import annotations
@@ -174,6 +174,12 @@ BAD_PYTHON_BINDING = Rule(
     severity=_E,
     summary="metadata `python:` is not `module:qualname`",
 )
+STEPS_WITH_PYTHON_BINDING = Rule(
+    code="PAL148",
+    name="steps-with-python-binding",
+    severity=_E,
+    summary="a playbook has steps and a `python:` binding (the steps would never run)",
+)
 
 # --- agents and the program ------------------------------------------------------------------------
 BAD_AGENT_NAME = Rule(
@@ -223,6 +229,7 @@ RULES: Mapping[str, Rule] = MappingProxyType(
             UNKNOWN_EXECUTION_MODE,
             UNKNOWN_ATTENDEE,
             BAD_PYTHON_BINDING,
+            STEPS_WITH_PYTHON_BINDING,
             BAD_AGENT_NAME,
             DUPLICATE_AGENT,
             UNKNOWN_STARTUP_MODE,
@@ -231,3 +238,12 @@ RULES: Mapping[str, Rule] = MappingProxyType(
     }
 )
 """Every rule by code, in code order."""
+
+TOO_DEEP = Rule(
+    code="PAL012",
+    name="too-deep",
+    severity=_E,
+    summary="steps nest deeper than MAX_STEP_DEPTH levels",
+)
+"""The parser's PAL012, reported by the validator for a program built in code (text never gets that far).
+Not in RULES: its code is a syntax code, documented with the parser's."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pal_core.errors import PalError, PalSyntaxError, Severity
 from pal_core.ir import Program
-from pal_core.sources import is_markdown, load_program, program_from_text
+from pal_core.sources import SourceEncodingError, is_markdown, load_program, program_from_text, read_source
 
 
 def _add_validate(parser: argparse.ArgumentParser) -> None:
@@ -63,9 +63,13 @@ def run_validate(args: argparse.Namespace) -> int:
     for name in args.files:
         path = Path(name)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_source(path)
         except OSError as error:
             print(f"{name}: cannot read: {error.strerror}", file=sys.stderr)
+            errors += 1
+            continue
+        except SourceEncodingError as error:
+            print(str(error), file=sys.stderr)
             errors += 1
             continue
         try:
@@ -96,7 +100,7 @@ def run_fmt(args: argparse.Namespace) -> int:
     for name in args.files:
         path = Path(name)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_source(path)
             canonical = write(parse(text, file=name))
         except OSError as error:
             print(f"{name}: cannot read: {error.strerror}", file=sys.stderr)
@@ -129,7 +133,7 @@ def run_compile(args: argparse.Namespace) -> int:
 
     source = Path(args.source)
     try:
-        program = compile_markdown(source.read_text(encoding="utf-8"), file=str(source))
+        program = compile_markdown(read_source(source), file=str(source))
         text = write(program)
     except OSError as error:
         return _fail(f"{source}: cannot read: {error.strerror}")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pal_core.errors import PalError
+from runtime.commands.budgets import add_budget_arguments, budget_limits
 
 
 def _add_run(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +43,7 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per model call")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed for models that take one")
     parser.add_argument("--quiet", "-q", action="store_true", help="print only what agents say")
+    add_budget_arguments(parser, scope="the run")
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"run": _add_run}
@@ -71,6 +73,7 @@ async def _run(args: argparse.Namespace) -> int:
             max_retries=args.retries,
             model_timeout=args.timeout,
             seed=args.seed,
+            **budget_limits(args),
         )
     except (PalError, OSError, ValueError) as error:
         print(_message(error), file=sys.stderr)
@@ -97,7 +100,8 @@ async def _run(args: argparse.Namespace) -> int:
             instance = await run.agent_instance(agent_name)
             from runtime.execution import Execution
 
-            result = await Execution(instance).execute(playbook, [], arguments)
+            async with run.budget.bound():
+                result = await Execution(instance).execute(playbook, [], arguments)
         except InputExhausted as error:
             print(_message(error), file=sys.stderr)
             return 3

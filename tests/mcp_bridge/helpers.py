@@ -6,7 +6,16 @@ import asyncio
 import os
 import shutil
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+
+import anyio
+import mcp_types as types
+from anyio.abc import Process
+from anyio.streams.text import TextReceiveStream
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
 
 from tests.conftest import FIXTURES
 
@@ -39,3 +48,52 @@ def mcp_server_time() -> str | None:
     if local.is_file():
         return str(local)
     return shutil.which("mcp-server-time")
+
+
+@asynccontextmanager
+async def process_transport(process: Process, stdout_lines: list[str]) -> AsyncIterator[TransportStreams]:
+    """An MCP client transport over a server process the test started itself (so the test has its pid and
+    can signal it): newline-delimited JSON-RPC on the process's stdin/stdout. Every stdout line is kept
+    in `stdout_lines`, so a test can check that nothing but the protocol was written there."""
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_stdout() -> None:
+        buffer = ""
+        async with read_writer:
+            async for chunk in TextReceiveStream(stdout):
+                lines = (buffer + chunk).split("\n")
+                buffer = lines.pop()
+                for line in lines:
+                    stdout_lines.append(line)
+                    try:
+                        message: SessionMessage | Exception = SessionMessage(
+                            types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        )
+                    except ValueError as error:
+                        message = error
+                    try:
+                        await read_writer.send(message)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        return
+        if buffer:
+            stdout_lines.append(buffer)
+
+    async def write_stdin() -> None:
+        async with write_reader:
+            async for session_message in write_reader:
+                data = session_message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+                try:
+                    await stdin.send(data.encode())
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                    return
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read_stdout)
+        group.start_soon(write_stdin)
+        try:
+            yield read_stream, write_stream
+        finally:
+            group.cancel_scope.cancel()

@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_bridge.server import PlaybookServer
 from mcp_bridge.transports import serving_http
 from pal_core.parser import parse_file
-from tests.mcp_bridge.helpers import MCP_FIXTURES, PAL, text_of
+from tests.mcp_bridge.helpers import MCP_FIXTURES, PAL, process_transport, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -226,3 +226,30 @@ async def test_pal_mcp_serve_reports_a_program_it_cannot_load(tmp_path: Path) ->
     assert result.stderr.decode().startswith(
         f"error: {broken}:1:1: PAL001 text before the first agent header"
     )
+
+
+@pytest.mark.slow
+async def test_over_stdio_stdout_carries_only_the_protocol_even_while_python_blocks_load() -> None:
+    """A python block that prints at import time and during calls (print, sys.stdout, os.write on fd 1):
+    every line on the server's stdout is JSON-RPC, and what the code printed went to stderr."""
+    noisy = MCP_FIXTURES / "noisy.pal"
+    stdout_lines: list[str] = []
+    with anyio.fail_after(60):
+        async with await anyio.open_process([*PAL, "mcp", "serve", str(noisy)]) as process:
+            async with Client(process_transport(process, stdout_lines)) as client:
+                shouted = await client.call_tool("Shout", {"text": "hello"})
+            assert process.stdin is not None and process.stderr is not None
+            await process.stdin.aclose()  # end of input: the server stops
+            stderr = b"".join([chunk async for chunk in process.stderr]).decode()
+            status = await process.wait()
+    assert shouted.structured_content == {"result": "HELLO"}
+    assert stdout_lines and all(line.startswith('{"jsonrpc":"2.0"') for line in stdout_lines), stdout_lines
+    for printed in (
+        "noisy: printed while the python block is imported",
+        "noisy: written to fd 1 while imported",
+        "noisy: sys.stdout.write while imported",
+        "noisy: printed during a call: hello",
+        "noisy: fd 1 during a call: hello",
+    ):
+        assert printed in stderr
+    assert status == 0

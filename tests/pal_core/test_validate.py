@@ -86,6 +86,8 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
     "PAL146_unknown-attendee.ok.pal": [],
     "PAL147_bad-python-binding.bad.pal": [("PAL147", 4)],
     "PAL147_bad-python-binding.ok.pal": [],
+    "PAL148_steps-with-python-binding.bad.pal": [("PAL148", 4)],
+    "PAL148_steps-with-python-binding.ok.pal": [],
     "PAL150_bad-agent-name.bad.pal": [("PAL150", 1)],
     "PAL150_bad-agent-name.ok.pal": [],
     "PAL151_duplicate-agent.bad.pal": [("PAL151", 10)],
