@@ -207,7 +207,7 @@ class ProgramWriter:
             WorkflowSteps(self, agent, parts, steps).write()
             parameters = (
                 *parameters,
-                Parameter(name="node_input", default="None"),
+                Parameter(name="node_input", type="Any", default="None"),
                 Parameter(name="from_message", type="bool", default="True"),
             )
         else:
