@@ -134,19 +134,31 @@ def make_importable(folders: tuple[str, ...]) -> None:
 
 
 @functools.cache
+def load_config(path: str) -> Any:
+    """The agent (or workflow) the YAML agent config at absolute `path` builds, once per process: an agent
+    instance a `code:` reference names can have only one parent, so building the config twice fails.
+    The config's folder and its parent are made importable for its `code:` references."""
+    import warnings
+
+    from google.adk.agents.config_agent_utils import from_config
+
+    make_importable(importable_folders(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the config loader, and the classes it builds
+        return from_config(path)
+
+
+@functools.cache
 def load_source(source: str) -> Any:
     """The root object of an imported program: the agent (or Workflow) at `module:attr`, the root agent
     of an `App` there, or the agent a YAML config file builds. Loaded once per process."""
     _require_adk()
     if source.endswith(YAML_SUFFIXES):
-        from google.adk.agents.config_agent_utils import from_config
-
         path = Path(source)
         if not path.is_file():
             raise AdkRunError(f"agent config {source!r} does not exist (from {os.getcwd()})")
-        make_importable(importable_folders(path))
         try:
-            return from_config(str(path))
+            return load_config(str(path.resolve()))
         except Exception as error:  # the user's config failed to build: name it
             raise AdkRunError(f"agent config {source!r}: {type(error).__name__}: {error}") from error
     module_name, colon, attribute = source.partition(":")
@@ -528,6 +540,7 @@ __all__ = [
     "importable_folders",
     "instruction",
     "jsonable",
+    "load_config",
     "load_source",
     "make_importable",
     "record_event",

@@ -48,7 +48,7 @@ from importers import ImportResult, ImportTargetError, check_strict, load_target
 from importers.adk._diagnostics import CODES, Findings
 from importers.adk._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, ProgramWriter
 from importers.adk._read import TreeReader, root_of
-from importers.adk_session import YAML_SUFFIXES, importable_folders, make_importable
+from importers.adk_session import YAML_SUFFIXES
 
 INSTALL_HINT = "pip install 'pal-bridge[adk]'"
 """What installs Google ADK at the version this importer is tested with."""
@@ -92,19 +92,14 @@ def import_target(target: str, *, strict: bool = False) -> ImportResult:
 
 
 def load_config(path: str) -> Any:
-    """The agent a YAML agent config builds, with the config's folder (and its parent, as `adk web` has
-    it) importable for its `code:` references."""
-    from google.adk.agents.config_agent_utils import from_config
+    """The agent a YAML agent config builds (once per process: the program's run finds the same one),
+    with the config's folder (and its parent, as `adk web` has it) importable for its `code:` references."""
+    from importers.adk_session import load_config as build
 
     if not Path(path).is_file():
         raise ImportTargetError(f"agent config {path!r} does not exist")
-    make_importable(importable_folders(path))
-    import warnings
-
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # the config loader is deprecated in ADK 2
-            return from_config(path)
+        return build(str(Path(path).resolve()))
     except Exception as error:  # the user's config failed to build: report it as theirs
         raise ImportTargetError(f"agent config {path!r}: {type(error).__name__}: {error}") from error
 

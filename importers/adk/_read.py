@@ -51,7 +51,7 @@ _JSON_TYPES = {
 }
 _MODEL_CALLBACKS = ("before_model_callback", "after_model_callback", "on_model_error_callback")
 _TOOL_CALLBACKS = ("before_tool_callback", "after_tool_callback", "on_tool_error_callback")
-_DELEGATED_MODES = ("task", "single_turn")
+_TASK_MODE = "task"
 
 
 def class_path(value: Any) -> str:
@@ -228,12 +228,12 @@ class TreeReader:
                 "PAL does not execute the code a model writes; the agent runs without a code executor",
             )
         mode = getattr(value, "mode", None)
-        if mode is not None and str(getattr(mode, "value", mode)) in _DELEGATED_MODES:
+        if mode is not None and str(getattr(mode, "value", mode)) == _TASK_MODE:
             self.findings.add(
                 AGENT_FEATURE,
                 f"{subject}, field mode",
-                f"mode {getattr(mode, 'value', mode)!r} (a delegated task finished with finish_task) runs as "
-                "an ordinary turn that returns its reply",
+                "task mode (several turns until the model calls finish_task) runs as one turn that returns its "
+                "reply",
             )
 
     def _instruction(self, value: Any, subject: str) -> tuple[str | None, str]:
