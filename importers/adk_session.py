@@ -48,6 +48,8 @@ USER_ID = "pal-user"
 """The user id of the ADK sessions the helpers make."""
 YAML_SUFFIXES = (".yaml", ".yml")
 """A `source` ending so is an ADK agent config file."""
+REQUEST_INPUT = "adk_request_input"
+"""The function call ADK makes of a node's `RequestInput`."""
 
 
 class SessionError(PalError):
@@ -503,6 +505,7 @@ async def run_node(
     records: list[dict[str, Any]] = []
     output: Any = None
     route: Any = None
+    ask: str | None = None
     try:
         async for event in runner.run_async(
             user_id=USER_ID, session_id=adk.id, new_message=_content(message), state_delta=temp or None
@@ -515,12 +518,15 @@ async def run_node(
                 output = jsonable(event.output)
             if own and event.actions and event.actions.route is not None:
                 route = event.actions.route
+            for call in event.get_function_calls() if own else ():
+                if call.name == REQUEST_INPUT:  # a RequestInput: the workflow waits for the user here
+                    ask = str((call.args or {}).get("message") or "")
             delta = service.deltas.get(event.id)
             if delta or _text_of(event) is not None or (event.actions and event.actions.escalate):
                 records.append(_record(event, delta))
     finally:
         await runner.close()
-    return {"session": append_events(session, records), "output": output, "route": route}
+    return {"session": append_events(session, records), "output": output, "route": route, "ask": ask}
 
 
 __all__ = [

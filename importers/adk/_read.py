@@ -394,7 +394,15 @@ class TreeReader:
                 name=value.name, kind=NodeKind.UNSUPPORTED, path=path, reason="no source to run it from"
             )
         function = getattr(value, "_func", None) if isinstance(value, FunctionNode) else None
-        return Node(name=value.name, kind=NodeKind.ADK, path=path, asks_user=_yields_request_input(function))
+        asks_user = _yields_request_input(function)
+        if asks_user and value.rerun_on_resume:
+            self.findings.add(
+                NODE_FEATURE,
+                f"{subject}, field rerun_on_resume",
+                "it asks the user (RequestInput) and reruns when resumed; the program takes the user's answer "
+                "as the node's output without running it again",
+            )
+        return Node(name=value.name, kind=NodeKind.ADK, path=path, asks_user=asks_user)
 
 
 # --- helpers -----------------------------------------------------------------------------------------

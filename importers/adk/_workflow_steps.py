@@ -100,6 +100,8 @@ class WorkflowSteps:
             steps.add("EXE", '$node_output = $node_result["output"]')
             if routed:
                 steps.add("EXE", '$route = $node_result["route"]')
+            if node.asks_user:
+                self._ask_user(steps)
         elif node.kind is NodeKind.AGENT and node.agent is not None:
             call = self.program.call(node.agent)
             if node.agent.kind is AgentKind.LLM:
@@ -133,6 +135,16 @@ class WorkflowSteps:
                 f"{helper('unsupported')}(subject={literal(f'node {node.path!r}')}, reason={literal(reason)})",
             )
         steps.add("EXE", "$from_start:bool = False")
+
+    def _ask_user(self, steps: StepList) -> None:
+        """A node that yielded a RequestInput: its message is said to the user, and the user's answer is
+        the node's output (ADK resumes a node that does not rerun with the answer as its output)."""
+        steps.add("EXE", '$ask = $node_result["ask"]')
+        body = StepList()
+        body.add("QUE", 'Say("user", $ask)')
+        body.add("EXE", '$answer = WaitForMessage("human")')
+        body.add("EXE", f"$node_output = {self.parts.helper('message_text')}(message=$answer)")
+        steps.branch("If $ask != None", body)
 
     # --- ways out of a node ----------------------------------------------------------------------
 

@@ -181,3 +181,40 @@ def test_pal_run_prints_the_final_state_and_reply_as_one_json_object(tmp_path: P
     expected = anyio.run(adk_outcome, deterministic.sequential, given["message"], given["state"])
     assert json.loads(completed.stdout) == expected
     assert expected["state"]["greeted"] == "Ada" and expected["reply"] == "second: count is 11"
+
+
+@pytest.mark.anyio
+async def test_a_workflow_node_that_asks_the_user_waits_for_the_answer_like_a_resumed_adk_run() -> None:
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    from runtime.api import run_playbook
+    from runtime.program_run import RunLimits
+    from tests.fixtures.adk import workflows
+
+    runner = InMemoryRunner(agent=workflows.asking, app_name="asking")
+    session = await runner.session_service.create_session(app_name="asking", user_id="u", state={})
+    asked = []
+    with anyio.fail_after(RUN_SECONDS):
+        message = types.Content(role="user", parts=[types.Part(text="hi")])
+        async for event in runner.run_async(user_id="u", session_id=session.id, new_message=message):
+            asked.extend(event.get_function_calls())
+        assert [call.args["message"] for call in asked] == ["What is your name?"]
+        answer = types.FunctionResponse(id=asked[0].id, name=asked[0].name, response={"result": "Ada"})
+        resume = types.Content(role="user", parts=[types.Part(function_response=answer)])
+        async for _ in runner.run_async(user_id="u", session_id=session.id, new_message=resume):
+            pass
+        final = await runner.session_service.get_session(
+            app_name="asking", user_id="u", session_id=session.id
+        )
+        program = _program("tests.fixtures.adk.workflows:asking")
+        actual = await run_playbook(
+            program,
+            "Invoke",
+            model=None,
+            messages=["Ada"],
+            limits=RunLimits(max_model_calls=0),
+            message="hi",
+            state={},
+        )
+    assert final is not None and actual["state"] == final.state == {"asked": True, "greeting": "Hello, Ada!"}

@@ -51,7 +51,10 @@ EXPRESSED = [
         )
     ),
     *(f"tests.fixtures.adk.llm:{name}" for name in ("weather", "desk", "research", "refine")),
-    *(f"tests.fixtures.adk.workflows:{name}" for name in ("routes", "looping", "fan_out", "nested")),
+    *(
+        f"tests.fixtures.adk.workflows:{name}"
+        for name in ("routes", "looping", "fan_out", "nested", "asking")
+    ),
     CONFIG,
     "tests/fixtures/adk/config_app/assistant.yaml",
 ]
