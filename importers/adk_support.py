@@ -119,7 +119,7 @@ def merge_branches(session: dict, branches: list, agents: list) -> dict:
 # --- LLM agents ----------------------------------------------------------------------------------
 
 
-def conversation(session: dict, agent: str, include_contents: str = "default") -> list:
+def conversation(session: dict, include_contents: str = "default") -> list:
     """The conversation an LLM agent sees, oldest first, as `author: text` lines: every event with text
     (`include_contents='default'`), or only the user's message (`'none'`)."""
     if include_contents == "none":

@@ -3,7 +3,7 @@ its transfers.
 
     01:EXE $turn:int = EventCount(session=$session)
     02:EXE $instruction:str = Instruction(session=$session, agent="weather", template="You help in {city?}.")
-    03:EXE $conversation:list = Conversation(session=$session, agent="weather", include_contents="default")
+    03:EXE $conversation:list = Conversation(session=$session, include_contents="default")
     04:EXE $transfer:str = ""
     05:EXE $reply = Respond(instruction=$instruction, conversation=$conversation)
     06:CND If $transfer == "billing"                  one branch per agent it may transfer to
@@ -66,7 +66,7 @@ class LlmWriter:
             )
         steps.add(
             "EXE",
-            f"$conversation:list = {helper('conversation')}(session=$session, agent={name}, "
+            f"$conversation:list = {helper('conversation')}(session=$session, "
             f"include_contents={literal(agent.include_contents)})",
         )
         targets = [target for target in agent.transfer_targets if target in self.program.by_adk_name]

@@ -217,7 +217,7 @@ class WorkflowSteps:
         self.emitted.add(join)
         steps.add("EXE", "$node_output = {" + ", ".join(outputs) + "}")
         steps.add("EXE", "$from_start:bool = False")
-        self._transition(join, steps, from_start=from_start and False)
+        self._transition(join, steps, from_start=False)
         return None
 
     def _join_of(self, source: str, targets: list[str]) -> str | None:

@@ -113,8 +113,8 @@ def test_an_llm_node_sees_its_input_as_a_turn_and_answers_its_reply_as_output() 
 
 def test_the_conversation_is_every_event_with_text_or_only_the_message() -> None:
     session = _session({}, record_event("a", text="one"), record_event("b"))
-    assert support.conversation(session, "c") == ["user: hi", "a: one"]
-    assert support.conversation(session, "c", include_contents="none") == ["user: hi"]
+    assert support.conversation(session) == ["user: hi", "a: one"]
+    assert support.conversation(session, include_contents="none") == ["user: hi"]
 
 
 def test_an_unsupported_part_fails_with_the_reason() -> None:
