@@ -124,6 +124,13 @@ LLM_CASES = {
         ],
         ("What is this about?", {}),
     ),
+    "workflow-llm-node": (
+        "writing",
+        llm.writing_flow,
+        [llm.text("A draft about cats.")],
+        ['Return["A draft about cats."]\nyld return'],
+        ("cats", {"topic": "cats"}),
+    ),
     "exit-loop": (
         "refine",
         llm.refiner,

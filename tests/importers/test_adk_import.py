@@ -50,7 +50,7 @@ EXPRESSED = [
             "loop_with_sequence",
         )
     ),
-    *(f"tests.fixtures.adk.llm:{name}" for name in ("weather", "desk", "research", "refine")),
+    *(f"tests.fixtures.adk.llm:{name}" for name in ("weather", "desk", "research", "refine", "writing")),
     *(
         f"tests.fixtures.adk.workflows:{name}"
         for name in ("routes", "looping", "fan_out", "nested", "asking")
