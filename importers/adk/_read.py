@@ -161,15 +161,17 @@ class TreeReader:
         if type(value).__name__ == "RemoteA2aAgent" or module.startswith("google.adk.a2a"):
             reason = "it is a remote A2A agent, reached over the network; PAL does not call A2A agents"
             self.findings.add(UNSUPPORTED_AGENT, subject, reason)
-            return Agent(**common, kind=AgentKind.UNSUPPORTED, reason=reason)
+            return Agent(**common, kind=AgentKind.UNSUPPORTED, reason=f"{UNSUPPORTED_AGENT.code} {reason}")
         if type(value)._run_async_impl is BaseAgent._run_async_impl:
             reason = f"its class {type(value).__name__} does not implement _run_async_impl"
             self.findings.add(UNSUPPORTED_AGENT, subject, reason)
-            return Agent(**common, kind=AgentKind.UNSUPPORTED, reason=reason)
+            return Agent(**common, kind=AgentKind.UNSUPPORTED, reason=f"{UNSUPPORTED_AGENT.code} {reason}")
         if not self.has_source:
             self._no_source(subject, "custom agents")
             return Agent(
-                **common, kind=AgentKind.UNSUPPORTED, reason="the program has no source to run it from"
+                **common,
+                kind=AgentKind.UNSUPPORTED,
+                reason=f"{NO_SOURCE.code} the program has no source to run it from",
             )
         inner = [name for name in _descendants(value) if isinstance(name, LlmAgent)]
         if inner:
@@ -272,7 +274,13 @@ class TreeReader:
                 "PAL does not connect to it"
             )
             self.findings.add(UNSUPPORTED_TOOL, f"{where}, toolset {type(item).__name__}", reason)
-            return [Tool(name=type(item).__name__, kind=ToolKind.UNSUPPORTED, reason=reason)]
+            return [
+                Tool(
+                    name=type(item).__name__,
+                    kind=ToolKind.UNSUPPORTED,
+                    reason=f"{UNSUPPORTED_TOOL.code} {reason}",
+                )
+            ]
         if isinstance(item, AgentTool):
             agent = self.agent(item.agent, path)
             return [
@@ -301,7 +309,12 @@ class TreeReader:
             )
             self.findings.add(UNSUPPORTED_TOOL, subject, reason)
             return [
-                Tool(name=name, kind=ToolKind.UNSUPPORTED, description=str(item.description), reason=reason)
+                Tool(
+                    name=name,
+                    kind=ToolKind.UNSUPPORTED,
+                    description=str(item.description),
+                    reason=f"{UNSUPPORTED_TOOL.code} {reason}",
+                )
             ]
         parameters = _declared_parameters(item)
         long_running = bool(getattr(item, "is_long_running", False))
@@ -331,7 +344,7 @@ class TreeReader:
                     name=name,
                     kind=ToolKind.UNSUPPORTED,
                     parameters=parameters,
-                    reason="no source to run it from",
+                    reason=f"{NO_SOURCE.code} no source to run it from",
                 )
             ]
         return [
@@ -391,7 +404,10 @@ class TreeReader:
         if not self.has_source:
             self._no_source(subject, "workflow nodes")
             return Node(
-                name=value.name, kind=NodeKind.UNSUPPORTED, path=path, reason="no source to run it from"
+                name=value.name,
+                kind=NodeKind.UNSUPPORTED,
+                path=path,
+                reason=f"{NO_SOURCE.code} no source to run it from",
             )
         function = getattr(value, "_func", None) if isinstance(value, FunctionNode) else None
         asks_user = _yields_request_input(function)

@@ -255,7 +255,8 @@ class WorkflowSteps:
             f"node {self.agent.path}/{source}" if source != START else f"workflow {self.agent.path!r}, START"
         )
         self.program.findings.add(WORKFLOW_SHAPE, subject, reason)
+        coded = f"{WORKFLOW_SHAPE.code} {reason}"
         steps.add(
-            "EXE", f"{self.parts.helper('unsupported')}(subject={literal(subject)}, reason={literal(reason)})"
+            "EXE", f"{self.parts.helper('unsupported')}(subject={literal(subject)}, reason={literal(coded)})"
         )
         steps.jump(_END)

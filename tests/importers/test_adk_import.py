@@ -120,7 +120,9 @@ async def test_an_unsupported_part_fails_where_it_is_reached_with_the_reason() -
     program = import_target("tests.fixtures.adk.diagnostic_agents:unfinished").program
     with (
         anyio.fail_after(30),
-        pytest.raises(PlaybookFailed, match="does not implement _run_async_impl") as failed,
+        pytest.raises(
+            PlaybookFailed, match="ADK106 its class Unfinished does not implement _run_async_impl"
+        ) as failed,
     ):
         await pal_outcome(program, "hi", {})
     assert isinstance(failed.value.__cause__, AgentStepError)
