@@ -30,7 +30,7 @@ from tests.importers.adk_runs import adk_outcome, pal_outcome, same
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_DIR = FIXTURES / "adk"
-CONFIG = "tests/fixtures/adk/config_app/root_agent.yaml"
+CONFIG = "tests/fixtures/adk_config/config_app/root_agent.yaml"
 GOLDENS = {
     "loop": "tests.fixtures.adk.deterministic:loop",
     "weather": "tests.fixtures.adk.llm:weather",
@@ -56,7 +56,7 @@ EXPRESSED = [
         for name in ("routes", "looping", "fan_out", "nested", "asking")
     ),
     CONFIG,
-    "tests/fixtures/adk/config_app/assistant.yaml",
+    "tests/fixtures/adk_config/config_app/assistant.yaml",
 ]
 
 
