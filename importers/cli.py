@@ -19,12 +19,13 @@ from pathlib import Path
 
 def _add_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "framework", metavar="FRAMEWORK", help="the framework the program is written for: langgraph"
+        "framework", metavar="FRAMEWORK", help="the framework the program is written for: langgraph, adk"
     )
     parser.add_argument(
         "target",
         metavar="MODULE:ATTR",
-        help="the object to import, such as myapp.graphs:graph (a StateGraph)",
+        help="the object to import, such as myapp.graphs:graph (a StateGraph) or myapp.agent:root_agent "
+        "(an ADK agent, Workflow or App); for adk also a root_agent.yaml agent config",
     )
     parser.add_argument("-o", "--output", metavar="FILE.pal", help="write here (default: standard output)")
     parser.add_argument(
@@ -32,7 +33,9 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
     )
 
 
-HELP = {"import": "import a program of another framework as PAL: pal import langgraph module:attr -o out.pal"}
+HELP = {
+    "import": "import a program of another framework as PAL: pal import langgraph|adk module:attr -o out.pal"
+}
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"import": _add_import}
 
 

@@ -40,12 +40,12 @@ def test_langgraph_is_built_in_and_loaded_on_first_use() -> None:
 
 
 def test_an_importer_registers_under_its_name(clean_registry: None) -> None:
-    register_importer("adk", _fake_importer)
-    assert get_importer("adk") is _fake_importer
-    assert "adk" in importer_names()
+    register_importer("example", _fake_importer)
+    assert get_importer("example") is _fake_importer
+    assert "example" in importer_names()
     with pytest.raises(ValueError, match="already registered"):
-        register_importer("adk", _fake_importer)
-    register_importer("adk", _fake_importer, replace=True)
+        register_importer("example", _fake_importer)
+    register_importer("example", _fake_importer, replace=True)
     with pytest.raises(ValueError, match="already registered"):
         register_importer("langgraph", _fake_importer)
 

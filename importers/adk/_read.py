@@ -1,0 +1,551 @@
+"""Reading a live ADK agent tree (or a Workflow) into the importer's model.
+
+Everything comes from the objects' own fields: an agent's class, `sub_agents`, `tools`, `instruction`
+(and the root's `global_instruction`, `static_instruction`), `output_key`, `include_contents`, the
+transfer flags, callbacks and `max_iterations`; a tool's declaration (what the model is told about it)
+and function; a workflow's `graph.nodes` and `graph.edges`. Nothing is dumped or re-parsed.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from types import CodeType
+from typing import Any
+
+from importers import ImportTargetError
+from importers.adk._diagnostics import (
+    AGENT_FEATURE,
+    APP_FEATURE,
+    LLM_INSIDE_ADK,
+    MODEL_CALLBACK,
+    NO_SOURCE,
+    NODE_FEATURE,
+    TOOL_CALLBACK,
+    UNSUPPORTED_AGENT,
+    UNSUPPORTED_TOOL,
+    Findings,
+)
+from importers.adk._model import (
+    Agent,
+    AgentKind,
+    Edge,
+    Node,
+    NodeKind,
+    Tool,
+    ToolKind,
+    ToolParameter,
+    Workflow,
+)
+from importers.langgraph._paths import import_path, pal_type
+
+START = "__START__"
+"""ADK's name of a workflow's start node."""
+_JSON_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list",
+    "object": "dict",
+}
+_MODEL_CALLBACKS = ("before_model_callback", "after_model_callback", "on_model_error_callback")
+_TOOL_CALLBACKS = ("before_tool_callback", "after_tool_callback", "on_tool_error_callback")
+_TASK_MODE = "task"
+
+
+def class_path(value: Any) -> str:
+    """`module.Class` of `value`."""
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _first_paragraph(text: str) -> str:
+    return " ".join((text or "").strip().split("\n\n", 1)[0].split())
+
+
+def root_of(value: Any, *, subject: str, findings: Findings) -> Any:
+    """The agent or workflow to import: `value` itself, or an App's root agent (reporting the App's
+    plugins and run-time configuration, which the program does not apply)."""
+    from google.adk.agents import BaseAgent
+    from google.adk.apps import App
+    from google.adk.workflow import Workflow as AdkWorkflow
+
+    if isinstance(value, App):
+        if value.root_agent is None:
+            raise ImportTargetError(f"{subject}: App {value.name!r} has no root_agent")
+        kept = [
+            name
+            for name in ("plugins", "events_compaction_config", "context_cache_config", "resumability_config")
+            if getattr(value, name, None)
+        ]
+        if kept:
+            findings.add(
+                APP_FEATURE,
+                f"app {value.name!r}, field {', '.join(kept)}",
+                "the imported program runs the root agent alone: plugins and the App's run-time "
+                "configuration are not applied",
+            )
+        value = value.root_agent
+    if not isinstance(value, (BaseAgent, AdkWorkflow)):
+        raise ImportTargetError(
+            f"{subject}: expected an ADK agent, a Workflow or an App, got a {type(value).__name__}"
+        )
+    return value
+
+
+class TreeReader:
+    """Reads one agent tree; `has_source` says whether ADK-run parts can be found again at run time."""
+
+    __slots__ = ("findings", "has_source")
+
+    def __init__(self, findings: Findings, *, has_source: bool) -> None:
+        self.findings = findings
+        self.has_source = has_source
+
+    # --- agents ----------------------------------------------------------------------------------
+
+    def agent(self, value: Any, parent_path: str = "") -> Agent:
+        """The model of an agent or workflow (and everything under it)."""
+        from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
+        from google.adk.workflow import Workflow as AdkWorkflow
+
+        path = f"{parent_path}/{value.name}" if parent_path else value.name
+        common = {
+            "name": value.name,
+            "path": path,
+            "adk_class": class_path(value),
+            "description": str(getattr(value, "description", "") or ""),
+        }
+        if isinstance(value, AdkWorkflow):
+            return self._workflow(value, path, common)
+        if _runs_like(value, LlmAgent):
+            return self._llm(value, path, common)
+        for base, kind in (
+            (SequentialAgent, AgentKind.SEQUENTIAL),
+            (ParallelAgent, AgentKind.PARALLEL),
+            (LoopAgent, AgentKind.LOOP),
+        ):
+            if _runs_like(value, base):
+                return Agent(
+                    **common,
+                    kind=kind,
+                    children=tuple(self.agent(child, path) for child in value.sub_agents),
+                    callbacks=self._callbacks(value, path),
+                    max_iterations=getattr(value, "max_iterations", None) if kind is AgentKind.LOOP else None,
+                )
+        return self._custom(value, path, common)
+
+    def _callbacks(self, value: Any, path: str) -> tuple[str, ...]:
+        found = tuple(
+            when for when in ("before", "after") if getattr(value, f"{when}_agent_callback", None) is not None
+        )
+        if found and not self.has_source:
+            self._no_source(f"agent {value.name!r}, field {found[0]}_agent_callback", "its agent callbacks")
+            return ()
+        return found
+
+    def _no_source(self, subject: str, what: str) -> None:
+        self.findings.add(
+            NO_SOURCE,
+            subject,
+            f"{what} run in ADK at run time and are found again from the program's source, but this tree "
+            "was imported from an object, not module:attr or a config file; import it by its path",
+        )
+
+    def _custom(self, value: Any, path: str, common: dict[str, Any]) -> Agent:
+        from google.adk.agents import BaseAgent, LlmAgent
+
+        subject = f"agent {value.name!r}"
+        module = type(value).__module__
+        if type(value).__name__ == "RemoteA2aAgent" or module.startswith("google.adk.a2a"):
+            reason = "it is a remote A2A agent, reached over the network; PAL does not call A2A agents"
+            self.findings.add(UNSUPPORTED_AGENT, subject, reason)
+            return Agent(**common, kind=AgentKind.UNSUPPORTED, reason=f"{UNSUPPORTED_AGENT.code} {reason}")
+        if type(value)._run_async_impl is BaseAgent._run_async_impl:
+            reason = f"its class {type(value).__name__} does not implement _run_async_impl"
+            self.findings.add(UNSUPPORTED_AGENT, subject, reason)
+            return Agent(**common, kind=AgentKind.UNSUPPORTED, reason=f"{UNSUPPORTED_AGENT.code} {reason}")
+        if not self.has_source:
+            self._no_source(subject, "custom agents")
+            return Agent(
+                **common,
+                kind=AgentKind.UNSUPPORTED,
+                reason=f"{NO_SOURCE.code} the program has no source to run it from",
+            )
+        inner = [name for name in _descendants(value) if isinstance(name, LlmAgent)]
+        if inner:
+            names = ", ".join(repr(agent.name) for agent in inner)
+            self.findings.add(
+                LLM_INSIDE_ADK,
+                subject,
+                f"it runs its sub-agents itself, and LLM agents among them ({names}) call the model ADK "
+                "gives them, not the PAL run's model",
+            )
+        return Agent(**common, kind=AgentKind.CUSTOM)
+
+    # --- LLM agents ------------------------------------------------------------------------------
+
+    def _llm(self, value: Any, path: str, common: dict[str, Any]) -> Agent:
+        subject = f"agent {value.name!r}"
+        for field in (*_MODEL_CALLBACKS, *_TOOL_CALLBACKS):
+            if getattr(value, field, None):
+                code = MODEL_CALLBACK if field in _MODEL_CALLBACKS else TOOL_CALLBACK
+                what = "model" if code is MODEL_CALLBACK else "tool"
+                self.findings.add(
+                    code,
+                    f"{subject}, field {field}",
+                    f"PAL's model turns and tool calls are not ADK's, so this {what} callback is not run",
+                )
+        self._llm_features(value, subject)
+        template, dynamic = self._instruction(value, subject)
+        model = value.model if isinstance(value.model, str) else getattr(value.model, "model", "")
+        return Agent(
+            **common,
+            kind=AgentKind.LLM,
+            children=tuple(self.agent(child, path) for child in value.sub_agents),
+            callbacks=self._callbacks(value, path),
+            instruction=template,
+            dynamic_instruction=dynamic,
+            tools=tuple(tool for item in value.tools for tool in self.tools(item, value, path)),
+            output_key=value.output_key,
+            include_contents=value.include_contents,
+            transfer_targets=_transfer_targets(value),
+            model=str(model or ""),
+        )
+
+    def _llm_features(self, value: Any, subject: str) -> None:
+        for field, message in (
+            ("output_schema", "the reply is not checked against the schema; the instruction must ask for it"),
+            ("input_schema", "the arguments of the agent used as a tool are not checked against the schema"),
+            ("planner", "PAL's turns are planned by the contract, not by an ADK planner"),
+            ("generate_content_config", "sampling settings are the PAL run's, not these"),
+        ):
+            if getattr(value, field, None) is not None:
+                self.findings.add(AGENT_FEATURE, f"{subject}, field {field}", message)
+        if getattr(value, "code_executor", None) is not None:
+            self.findings.add(
+                UNSUPPORTED_TOOL,
+                f"{subject}, field code_executor",
+                "PAL does not execute the code a model writes; the agent runs without a code executor",
+            )
+        mode = getattr(value, "mode", None)
+        if mode is not None and str(getattr(mode, "value", mode)) == _TASK_MODE:
+            self.findings.add(
+                AGENT_FEATURE,
+                f"{subject}, field mode",
+                "task mode (several turns until the model calls finish_task) runs as one turn that returns its "
+                "reply",
+            )
+
+    def _instruction(self, value: Any, subject: str) -> tuple[str | None, str]:
+        """(template, "") when every part of the instruction is text, else (None, what computes it)."""
+        root = value.root_agent
+        parts: list[Any] = []
+        if getattr(root, "global_instruction", None):
+            parts.append(root.global_instruction)
+        static = getattr(value, "static_instruction", None)
+        if static:
+            parts.append(static if isinstance(static, str) else None)
+        if value.instruction:
+            parts.append(value.instruction)
+        if all(isinstance(part, str) for part in parts):
+            return "\n\n".join(parts), ""
+        if not self.has_source:
+            self._no_source(f"{subject}, field instruction", "instructions computed by a function")
+            return "", ""
+        provider = next((part for part in parts if callable(part)), None)
+        where, _ = import_path(provider) if provider is not None else (None, "")
+        return None, f"`{where}`" if where else "a function of the agent"
+
+    # --- tools -----------------------------------------------------------------------------------
+
+    def tools(self, item: Any, owner: Any, path: str) -> list[Tool]:
+        """The tools one entry of an agent's `tools` list stands for."""
+        from google.adk.tools.agent_tool import AgentTool
+        from google.adk.tools.base_tool import BaseTool
+        from google.adk.tools.base_toolset import BaseToolset
+        from google.adk.tools.function_tool import FunctionTool
+
+        where = f"agent {owner.name!r}"
+        if isinstance(item, BaseToolset):
+            reason = (
+                f"the {type(item).__name__} finds its tools at run time (from a server or a specification); "
+                "PAL does not connect to it"
+            )
+            self.findings.add(UNSUPPORTED_TOOL, f"{where}, toolset {type(item).__name__}", reason)
+            return [
+                Tool(
+                    name=type(item).__name__,
+                    kind=ToolKind.UNSUPPORTED,
+                    reason=f"{UNSUPPORTED_TOOL.code} {reason}",
+                )
+            ]
+        if isinstance(item, AgentTool):
+            agent = self.agent(item.agent, path)
+            return [
+                Tool(
+                    name=item.name,
+                    kind=ToolKind.AGENT,
+                    description=str(item.description or agent.description),
+                    parameters=_declared_parameters(item),
+                    agent=agent,
+                    skip_summarization=bool(item.skip_summarization),
+                )
+            ]
+        if not isinstance(item, BaseTool):
+            if not callable(item):
+                raise ImportTargetError(f"{where}: tool {item!r} is neither a tool nor a function")
+            item = FunctionTool(item)
+        name = item.name
+        subject = f"{where}, tool {name!r}"
+        if name == "transfer_to_agent":
+            return []  # ADK adds it for sub-agents; the program has its own TransferToAgent
+        declaration = _declaration(item)
+        if declaration is None:
+            reason = (
+                f"{type(item).__name__} is carried out by the model provider (grounding, search, code "
+                "execution), not by a function PAL can call"
+            )
+            self.findings.add(UNSUPPORTED_TOOL, subject, reason)
+            return [
+                Tool(
+                    name=name,
+                    kind=ToolKind.UNSUPPORTED,
+                    description=str(item.description),
+                    reason=f"{UNSUPPORTED_TOOL.code} {reason}",
+                )
+            ]
+        parameters = _declared_parameters(item)
+        long_running = bool(getattr(item, "is_long_running", False))
+        function = getattr(item, "func", None) if isinstance(item, FunctionTool) else None
+        if (
+            function is not None
+            and type(item) is FunctionTool
+            and not _takes_context(item, function)
+            and not getattr(item, "_require_confirmation", False)
+        ):
+            where_path, _ = import_path(function)
+            if where_path is not None:
+                return [
+                    Tool(
+                        name=name,
+                        kind=ToolKind.FUNCTION,
+                        description=str(item.description or ""),
+                        parameters=parameters,
+                        returns=_return_type(function),
+                        function=where_path,
+                    )
+                ]
+        if not self.has_source:
+            self._no_source(subject, "tools that need ADK (a ToolContext, a tool class)")
+            return [
+                Tool(
+                    name=name,
+                    kind=ToolKind.UNSUPPORTED,
+                    parameters=parameters,
+                    reason=f"{NO_SOURCE.code} no source to run it from",
+                )
+            ]
+        return [
+            Tool(
+                name=name,
+                kind=ToolKind.ADK,
+                description=str(item.description or ""),
+                parameters=parameters,
+                long_running=long_running,
+            )
+        ]
+
+    # --- workflows -------------------------------------------------------------------------------
+
+    def _workflow(self, value: Any, path: str, common: dict[str, Any]) -> Agent:
+        graph = value.graph
+        nodes: dict[str, Node] = {}
+        for node in graph.nodes if graph is not None else ():
+            if node.name == START:
+                continue
+            nodes[node.name] = self.node(node, path)
+        edges = tuple(
+            Edge(source=edge.from_node.name, target=edge.to_node.name, routes=_routes(edge.route))
+            for edge in (graph.edges if graph is not None else ())
+        )
+        return Agent(**common, kind=AgentKind.WORKFLOW, workflow=Workflow(nodes=nodes, edges=edges))
+
+    def node(self, value: Any, workflow_path: str) -> Node:
+        """The model of one workflow node."""
+        from google.adk.agents import BaseAgent, LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
+        from google.adk.workflow import FunctionNode, JoinNode
+        from google.adk.workflow import Workflow as AdkWorkflow
+
+        path = f"{workflow_path}/{value.name}"
+        subject = f"node {path!r}"
+        if isinstance(value, JoinNode):
+            return Node(name=value.name, kind=NodeKind.JOIN, path=path)
+        standard = isinstance(value, AdkWorkflow) or any(
+            _runs_like(value, base) for base in (LlmAgent, SequentialAgent, ParallelAgent, LoopAgent)
+        )
+        if standard:
+            kept = [name for name in ("retry_config", "timeout") if getattr(value, name, None) is not None]
+            if kept:
+                self.findings.add(
+                    NODE_FEATURE,
+                    f"{subject}, field {', '.join(kept)}",
+                    "the agent runs as PAL steps, so ADK's retry and timeout are not applied",
+                )
+            return Node(
+                name=value.name, kind=NodeKind.AGENT, path=path, agent=self.agent(value, workflow_path)
+            )
+        if isinstance(value, BaseAgent) and type(value).__name__ == "RemoteA2aAgent":
+            agent = self._custom(
+                value, path, {"name": value.name, "path": path, "adk_class": class_path(value)}
+            )
+            return Node(name=value.name, kind=NodeKind.UNSUPPORTED, path=path, reason=agent.reason)
+        if not self.has_source:
+            self._no_source(subject, "workflow nodes")
+            return Node(
+                name=value.name,
+                kind=NodeKind.UNSUPPORTED,
+                path=path,
+                reason=f"{NO_SOURCE.code} no source to run it from",
+            )
+        function = getattr(value, "_func", None) if isinstance(value, FunctionNode) else None
+        asks_user = _yields_request_input(function)
+        if asks_user and value.rerun_on_resume:
+            self.findings.add(
+                NODE_FEATURE,
+                f"{subject}, field rerun_on_resume",
+                "it asks the user (RequestInput) and reruns when resumed; the program takes the user's answer "
+                "as the node's output without running it again",
+            )
+        return Node(name=value.name, kind=NodeKind.ADK, path=path, asks_user=asks_user)
+
+
+# --- helpers -----------------------------------------------------------------------------------------
+
+
+def _runs_like(value: Any, base: type) -> bool:
+    """Whether `value` is a `base` that runs as `base` does (a subclass may override the run)."""
+    return isinstance(value, base) and type(value)._run_async_impl is base._run_async_impl
+
+
+def _descendants(value: Any) -> list[Any]:
+    found: list[Any] = []
+    for child in getattr(value, "sub_agents", None) or ():
+        found.append(child)
+        found.extend(_descendants(child))
+    return found
+
+
+def _transfer_targets(value: Any) -> tuple[str, ...]:
+    """The agents an LLM agent may transfer to, by ADK's own rule (sub-agents, then the parent and the
+    peers when the parent is an LLM agent and the flags allow)."""
+    from google.adk.flows.llm_flows.extensions._agent_transfer import _get_transfer_targets
+
+    return tuple(dict.fromkeys(agent.name for agent in _get_transfer_targets(value)))
+
+
+def _routes(route: Any) -> tuple[Any, ...] | None:
+    if route is None:
+        return None
+    return tuple(route) if isinstance(route, list) else (route,)
+
+
+def _declaration(tool: Any) -> Any:
+    try:
+        return tool._get_declaration()
+    except Exception:  # a tool that cannot describe itself: treated like one without a declaration
+        return None
+
+
+def _declared_parameters(tool: Any) -> tuple[ToolParameter, ...]:
+    """The arguments the model fills in, from the declaration ADK gives the model."""
+    declaration = _declaration(tool)
+    if declaration is None:
+        return ()
+    schema = getattr(declaration, "parameters_json_schema", None)
+    if isinstance(schema, dict):
+        properties = schema.get("properties") or {}
+        required = set(schema.get("required") or ())
+        return tuple(
+            ToolParameter(
+                name=name,
+                type=_json_schema_type(spec),
+                default=spec.get("default") if isinstance(spec, dict) else None,
+                has_default=name not in required,
+            )
+            for name, spec in properties.items()
+        )
+    parameters = getattr(declaration, "parameters", None)
+    properties = getattr(parameters, "properties", None) or {}
+    required = set(getattr(parameters, "required", None) or ())
+    return tuple(
+        ToolParameter(
+            name=name,
+            type=_JSON_TYPES.get(str(getattr(spec.type, "value", spec.type) or "").lower()),
+            default=getattr(spec, "default", None),
+            has_default=name not in required,
+        )
+        for name, spec in properties.items()
+    )
+
+
+def _json_schema_type(spec: Any) -> str | None:
+    if not isinstance(spec, dict):
+        return None
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        kinds = [item for item in kind if item != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    if kind is None and isinstance(spec.get("anyOf"), list):
+        kinds = [option.get("type") for option in spec["anyOf"] if isinstance(option, dict)]
+        kinds = [item for item in kinds if item and item != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    base = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
+    items = spec.get("items")
+    if (
+        base == "list"
+        and isinstance(items, dict)
+        and _JSON_TYPES.get(items.get("type", "")) not in (None, "list", "dict")
+    ):
+        return f"list[{_JSON_TYPES[items['type']]}]"
+    return base
+
+
+def _takes_context(tool: Any, function: Callable[..., Any]) -> bool:
+    """Whether ADK passes the function a context (ToolContext / Context) it cannot get from PAL."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return True
+    name = getattr(tool, "_context_param_name", "tool_context")
+    return name in parameters or "tool_context" in parameters
+
+
+def _return_type(function: Any) -> str | None:
+    try:
+        annotation = inspect.signature(function).return_annotation
+    except (TypeError, ValueError):
+        return None
+    if annotation is inspect.Signature.empty:
+        return None
+    if isinstance(annotation, str):
+        return annotation if annotation.isidentifier() else None
+    return pal_type(annotation)
+
+
+def _yields_request_input(function: Any) -> bool:
+    """Whether a node function uses ADK's `RequestInput` (it then waits for the user)."""
+    code = getattr(function, "__code__", None)
+    return code is not None and any("RequestInput" in names for names in _code_names(code))
+
+
+def _code_names(code: CodeType) -> list[tuple[str, ...]]:
+    found = [code.co_names]
+    for constant in code.co_consts:
+        if isinstance(constant, CodeType):
+            found.extend(_code_names(constant))
+    return found
+
+
+__all__ = ["START", "TreeReader", "class_path", "root_of"]
