@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pal_core.contract import ContractSyntaxError
 from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction, VarAction, WhatAction
 from pal_core.contract.turn import TurnContext, describe_turn
-from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTurn, read_turn
+from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTurn, Violation, read_turn
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import Call, YieldKind
 from pal_core.values import SPEECH_CALLS
@@ -20,6 +20,7 @@ from runtime.control import Control
 from runtime.errors import RunError
 from runtime.models.base import ChatMessage, ModelRequest
 from runtime.prompt import build_messages, retry_message
+from runtime.value_limits import ValueTooLarge, check_value
 from runtime.values import coerce
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
         call_id, response = await run.call_model(request, execution.agent)
         text = response.text
         try:
-            turn = read_turn(text, context)
+            turn = verify_answer(execution, context, text)
         except ContractSyntaxError as error:
             problems = [f"{error.code} answer line {error.line}: {error.message}"]
         except ContractViolation as error:
@@ -112,6 +113,43 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             ChatMessage(role="assistant", content=text),
             ChatMessage(role="user", content=retry_message(problems, frame)),
         ]
+
+
+def verify_answer(execution: Execution, context: TurnContext, text: str) -> VerifiedTurn:
+    """The runtime's whole check of an answer before anything of it is applied: parse, repair and verify
+    against the turn's context (pal_core.contract.read_turn, what `pal check-turn` runs too), then the run's
+    value budgets on every value the answer writes (a value over them is a V12 violation, so that a
+    rejected answer changes nothing). Raises ContractSyntaxError or ContractViolation."""
+    turn = read_turn(text, context)
+    limits = execution.agent.state.variables.limits
+    if limits is None:
+        return turn
+    problems: list[Violation] = []
+    for action in turn.actions:
+        values: list[tuple[str, Any]] = []
+        if isinstance(action, VarAction):
+            values.append((f"${action.name}", action.value))
+        elif isinstance(action, ReturnAction):
+            values.append(("the return value", action.value))
+        elif isinstance(action, ExecutedStep):
+            values.extend(
+                (f"an argument of {call.name}", argument.value)
+                for call in action.calls
+                for argument in call.arguments
+            )
+        for what, value in values:
+            try:
+                check_value(value, limits, what)
+            except ValueTooLarge as error:
+                span = (
+                    action.action.span if isinstance(action, ExecutedStep) else getattr(action, "span", None)
+                )
+                problems.append(
+                    Violation(code="V12", message=str(error), answer_line=span.line if span else None)
+                )
+    if problems:
+        raise ContractViolation(problems, text, turn.repairs)
+    return turn
 
 
 async def apply_turn(

@@ -55,6 +55,8 @@ def check_turn(args: argparse.Namespace) -> int:
             "ok" if answer.parsed and not answer.violations else ("violates" if answer.parsed else "FAILED")
         )
         print(f"answer {answer.index + 1}: {status}: {answer.summary}")
+        for repaired in answer.repairs:
+            print(f"    repaired: {repaired}")
         for violation in answer.violations:
             print(f"    {violation}")
     print(report.summary_line())
