@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from pal_core.ir import Playbook, PlaybookKind
 from pal_core.messaging import Message, MessageType
-from runtime.errors import CallError, ControlFlow, InputExhausted, PlaybookFailed, ProgramError, RunError
+from runtime.errors import (
+    CallError,
+    ControlFlow,
+    InputExhausted,
+    MeetingOver,
+    PlaybookFailed,
+    ProgramError,
+    RunError,
+)
 from runtime.python_api import call_function, current_execution
 from runtime.remote import RemoteCallError
 from runtime.state import Artifact, CallStack
@@ -181,17 +189,24 @@ class Execution:
     # --- messages --------------------------------------------------------------------------------
 
     async def say(self, target: str, text: str) -> None:
-        """Send `text` to the user, the current meeting, another agent or a meeting by spec."""
-        spec = self._receiver_spec(target)
+        """Send `text` to the user, the current meeting, another agent or a meeting by spec. In a meeting,
+        `meeting @Name ...` gives the named attendees the turn (runtime.meetings.meeting_receiver)."""
+        targets: tuple[str, ...] = ()
+        if target.strip().strip("\"'").lower().split(" ", 1)[0] == "meeting":
+            from runtime.meetings import meeting_receiver
+
+            spec, targets = meeting_receiver(self, target.strip().strip("\"'"))
+        else:
+            spec = self._receiver_spec(target)
         registry = self.run.registry
         stream = await registry.open_stream(self.agent.id, spec)
         if stream.is_streaming:
             # Text to a human streams; a model's whole answer is already here, so it goes in word pieces.
             for piece in _pieces(text):
                 await stream.send_chunk(piece)
-            await stream.complete()
+            await stream.complete(target_agent_ids=targets)
         else:
-            await stream.complete(text)
+            await stream.complete(text, target_agent_ids=targets)
         if spec == "human":
             self.run.messages_to_user.append(text)
         self.agent.state.session_log.add(f"{self.agent.klass} said to {spec}: {text}")
@@ -229,6 +244,10 @@ class Execution:
     async def wait_for_message(self, source: str = "*", timeout: float | None = None) -> list[Message]:
         """Wait for messages from a source (`*`, `human`, `agent 1001`, a class name, `meeting 7`)."""
         lowered = source.strip().lower()
+        if lowered == "meeting" or lowered.startswith("meeting "):
+            from runtime.meetings import wait_in_meeting
+
+            return await wait_in_meeting(self, source.strip())
         if lowered in ("human", "user"):
             pending = self.agent.inbox.peek(lambda message: message.sender_id == "human")
             if pending is None:
@@ -240,8 +259,6 @@ class Execution:
                 return True
             if lowered in ("human", "user"):
                 return message.sender_id == "human"
-            if lowered.startswith("meeting "):
-                return message.meeting_id == lowered.split(" ", 1)[1]
             if lowered.startswith("agent "):
                 return message.sender_id == lowered.split(" ", 1)[1]
             return message.sender_klass == source.strip()
@@ -263,7 +280,8 @@ class Execution:
             )
 
     async def wait_for_meeting(self, meeting_id: str) -> list[Message]:
-        """Wait for meeting messages with differential timeouts; MEETING_ENDED ends the wait."""
+        """Wait for meeting messages with differential timeouts (`YLD for meeting`, `WaitForMessage("meeting")`);
+        MEETING_ENDED ends the wait, and an attendee's wait then raises MeetingOver."""
         from pal_core.messaging import wait_for_meeting_messages
 
         messages = await wait_for_meeting_messages(
@@ -274,6 +292,8 @@ class Execution:
             timeouts=self.run.meeting_timeouts,
         )
         self.receive(messages)
+        if self.meeting_ended(meeting_id) and self.run.meetings.meeting(meeting_id).owner_id != self.agent.id:
+            raise MeetingOver(meeting_id)
         return messages
 
     def meeting_ended(self, meeting_id: str) -> bool:

@@ -1,4 +1,5 @@
-"""Building numbered PAL steps with symbolic jump labels, and writing values as PAL literals."""
+"""Building numbered PAL steps with symbolic jump labels, and writing values as PAL literals (shared by the
+importers)."""
 
 from __future__ import annotations
 
