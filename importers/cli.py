@@ -19,12 +19,14 @@ from pathlib import Path
 
 def _add_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "framework", metavar="FRAMEWORK", help="the framework the program is written for: langgraph"
+        "framework",
+        metavar="FRAMEWORK",
+        help="the framework the program is written for: langgraph, autogen (AutoGen teams and ag2 group chats)",
     )
     parser.add_argument(
         "target",
         metavar="MODULE:ATTR",
-        help="the object to import, such as myapp.graphs:graph (a StateGraph)",
+        help="the object to import, such as myapp.graphs:graph (a StateGraph) or myapp.teams:team (an AutoGen team)",
     )
     parser.add_argument("-o", "--output", metavar="FILE.pal", help="write here (default: standard output)")
     parser.add_argument(

@@ -51,6 +51,13 @@ class StepList:
         """A top-level `JMP` to `label`."""
         self._place(_Op(opcode="JMP", jump=label))
 
+    def extend(self, body: StepList) -> None:
+        """The top-level steps of `body` (which must not define labels), added here in order."""
+        if body._pending or body._label_at:
+            raise ValueError("labels inside an added body are not supported")
+        for op in body._ops:
+            self._place(op)
+
     def branch(self, condition: str, body: StepList) -> None:
         """A `CND <condition>` step whose sub-steps are `body` (which must not define labels)."""
         if body._pending or body._label_at:

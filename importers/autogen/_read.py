@@ -1,0 +1,319 @@
+"""Reading live autogen-agentchat teams: participants, speaking policy, termination, from the objects.
+
+`team.dump_component()` is not used: it raises NotImplementedError for a custom `BaseChatAgent` and drops
+callable edge conditions of a GraphFlow. The attributes read here (`_participants`,
+`_termination_condition`, `_max_turns`, the selector's `_selector_func`, the graph's `_graph`, the
+conditions' fields) tie this module to autogen-agentchat 0.7; what is not recognised is named in a
+diagnostic, never guessed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Any
+
+from importers.autogen._diagnostics import (
+    AGENT_FEATURE,
+    FUNCTION_WITHOUT_IMPORT_PATH,
+    MESSAGE_TYPES,
+    TERMINATION_NOT_EXPRESSED,
+    TOOL_WITHOUT_IMPORT_PATH,
+    UNSUPPORTED_PARTICIPANT,
+    Findings,
+)
+from importers.autogen._model import Member, MemberKind, Policy, Team, Termination, Tool
+from importers.langgraph._paths import camel_case, import_path, pal_type
+
+_TEXT_TYPES = frozenset({"TextMessage", "HandoffMessage"})
+
+
+def class_name(value: Any) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def function_path(function: Any, subject: str, what: str, findings: Findings) -> str | None:
+    """`module:qualname` of a function the program calls, or None with an AG102 diagnostic."""
+    path, why = import_path(function)
+    if path is None:
+        findings.add(FUNCTION_WITHOUT_IMPORT_PATH, subject, f"its {what} cannot be imported by path: {why}")
+    return path
+
+
+def pal_names(names: list[str], reserved: set[str]) -> dict[str, str]:
+    """A unique CamelCase PAL agent name for each framework name."""
+    taken = set(reserved)
+    result: dict[str, str] = {}
+    for name in names:
+        base = camel_case(name)
+        candidate = base
+        number = 2
+        while candidate in taken:
+            candidate = f"{base}{number}"
+            number += 1
+        taken.add(candidate)
+        result[name] = candidate
+    return result
+
+
+# --- participants ------------------------------------------------------------------------------------
+
+
+def read_member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
+    from autogen_agentchat.agents import AssistantAgent, BaseChatAgent, SocietyOfMindAgent
+    from autogen_agentchat.base import Team as AgentTeam
+
+    name = str(agent.name)
+    where = f"{subject}, participant {name!r}"
+    common = {
+        "name": name,
+        "pal": pal,
+        "description": str(agent.description or ""),
+        "class_name": class_name(agent),
+    }
+    if isinstance(agent, AgentTeam):
+        reason = "it is a team; a team inside a team is not imported (import the inner team on its own)"
+        findings.add(UNSUPPORTED_PARTICIPANT, where, reason)
+        return Member(kind=MemberKind.UNSUPPORTED, reason=reason, **common)
+    if type(agent) is AssistantAgent:
+        return _assistant(agent, where, findings, common)
+    if not isinstance(agent, BaseChatAgent):
+        reason = f"it is a {type(agent).__name__}, not a BaseChatAgent"
+        findings.add(UNSUPPORTED_PARTICIPANT, where, reason)
+        return Member(kind=MemberKind.UNSUPPORTED, reason=reason, **common)
+    if isinstance(agent, SocietyOfMindAgent) or getattr(agent, "_model_client", None) is not None:
+        findings.add(
+            AGENT_FEATURE,
+            where,
+            f"{type(agent).__name__} calls its own model client; the program runs the live agent for its turn, "
+            "so those model calls are made outside PAL's model and are not verified",
+        )
+    try:
+        produced = [kind.__name__ for kind in agent.produced_message_types]
+    except Exception:  # a custom property that fails: the agent still runs, its messages are read as text
+        produced = []
+    other = sorted(set(produced) - _TEXT_TYPES)
+    if other:
+        findings.add(
+            MESSAGE_TYPES,
+            where,
+            f"it produces {', '.join(other)}; the meeting carries each message's text, so the other agents and "
+            "the chair see it as a TextMessage",
+        )
+    return Member(kind=MemberKind.PYTHON, **common)
+
+
+def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any]) -> Member:
+    system = "\n\n".join(str(message.content) for message in getattr(agent, "_system_messages", []))
+    features = []
+    if getattr(agent, "_handoffs", None):
+        features.append(f"hand-offs to {', '.join(sorted(h.target for h in agent._handoffs.values()))}")
+    if getattr(agent, "_memory", None):
+        features.append("memory")
+    if getattr(agent, "_output_content_type", None) is not None:
+        features.append("structured output (output_content_type)")
+    if getattr(agent, "_reflect_on_tool_use", False):
+        features.append(
+            "reflect_on_tool_use (the model answers after its tools; PAL does the same in its react loop)"
+        )
+    workbenches = getattr(agent, "_workbench", [])
+    if any(type(bench).__name__ != "StaticStreamWorkbench" for bench in workbenches):
+        features.append("a workbench (MCP tools): bind an MCP server as a remote agent instead")
+    for feature in features:
+        findings.add(AGENT_FEATURE, where, f"{feature} is not expressed; the agent answers with text")
+    tools: list[Tool] = []
+    for tool in getattr(agent, "_tools", []):
+        read = _tool(tool, where, findings)
+        if read is not None:
+            tools.append(read)
+    return Member(kind=MemberKind.LLM, system_message=system or None, tools=tuple(tools), **common)
+
+
+def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
+    function = getattr(tool, "_func", None)
+    subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
+    if not callable(function):
+        findings.add(
+            TOOL_WITHOUT_IMPORT_PATH,
+            subject,
+            f"it is a {type(tool).__name__} without a Python function behind it",
+        )
+        return None
+    path, why = import_path(function)
+    if path is None:
+        findings.add(TOOL_WITHOUT_IMPORT_PATH, subject, f"its function cannot be imported by path: {why}")
+        return None
+    try:
+        signature = inspect.signature(function)
+        hints = typing.get_type_hints(function)
+    except (TypeError, ValueError, NameError):
+        signature, hints = None, {}
+    parameters: list[tuple[str, str | None]] = []
+    if signature is not None:
+        for parameter in signature.parameters.values():
+            if parameter.name == "cancellation_token" or parameter.kind in (
+                parameter.VAR_POSITIONAL,
+                parameter.VAR_KEYWORD,
+            ):
+                continue
+            parameters.append((parameter.name, pal_type(hints.get(parameter.name))))
+    return Tool(
+        name=str(tool.name),
+        description=str(getattr(tool, "description", "") or ""),
+        path=path,
+        parameters=tuple(parameters),
+        returns=pal_type(hints.get("return")),
+    )
+
+
+# --- termination -------------------------------------------------------------------------------------
+
+
+def read_termination(condition: Any, subject: str, findings: Findings) -> Termination | None:
+    """The termination tree of an autogen-agentchat condition (None for none)."""
+    if condition is None:
+        return None
+    from autogen_agentchat.base import AndTerminationCondition, OrTerminationCondition
+    from autogen_agentchat.conditions import (
+        FunctionalTermination,
+        HandoffTermination,
+        MaxMessageTermination,
+        SourceMatchTermination,
+        TextMentionTermination,
+        TextMessageTermination,
+    )
+
+    kind = type(condition)
+    if kind is OrTerminationCondition or kind is AndTerminationCondition:
+        children = tuple(
+            child
+            for child in (read_termination(item, subject, findings) for item in condition._conditions)
+            if child is not None
+        )
+        return Termination(kind="or" if kind is OrTerminationCondition else "and", children=children)
+    if kind is MaxMessageTermination:
+        if condition._include_agent_event:
+            findings.add(
+                TERMINATION_NOT_EXPRESSED,
+                subject,
+                "MaxMessageTermination(include_agent_event=True) also counts agent events (tool calls); the "
+                "program counts chat messages only",
+            )
+        return Termination(kind="max_messages", options={"max_messages": int(condition._max_messages)})
+    if kind is TextMentionTermination:
+        sources = condition._sources
+        return Termination(
+            kind="text_mention",
+            options={
+                "text": str(condition._termination_text),
+                "sources": None if sources is None else [str(source) for source in sources],
+            },
+        )
+    if kind is HandoffTermination:
+        return Termination(kind="handoff", options={"target": str(condition._target)})
+    if kind is SourceMatchTermination:
+        return Termination(
+            kind="source_match", options={"sources": [str(source) for source in condition._sources]}
+        )
+    if kind is TextMessageTermination:
+        return Termination(kind="text_message", options={"source": condition._source})
+    if kind is FunctionalTermination:
+        path = function_path(condition._func, subject, "FunctionalTermination function", findings)
+        if path is None:
+            return Termination(kind="never", options={"what": "FunctionalTermination"})
+        return Termination(kind="function", options={"func": path})
+    findings.add(
+        TERMINATION_NOT_EXPRESSED,
+        subject,
+        f"{kind.__name__} is not checked by the program (it depends on tokens, time, outside signals or "
+        "message types the meeting does not carry); the chat ends by the other conditions",
+    )
+    return Termination(kind="never", options={"what": kind.__name__})
+
+
+# --- teams -------------------------------------------------------------------------------------------
+
+
+def read_team(team: Any, *, pal: str, source: str, findings: Findings) -> Team:
+    """The model of an autogen-agentchat team (RoundRobin, Selector, Swarm, GraphFlow, MagenticOne)."""
+    from autogen_agentchat.teams import (
+        GraphFlow,
+        MagenticOneGroupChat,
+        RoundRobinGroupChat,
+        SelectorGroupChat,
+        Swarm,
+    )
+
+    subject = f"team {team.name!r}"
+    participants = list(team._participants)
+    names = pal_names([str(agent.name) for agent in participants], {pal})
+    members = tuple(read_member(agent, names[str(agent.name)], subject, findings) for agent in participants)
+    if isinstance(team, RoundRobinGroupChat):
+        policy = Policy(kind="round_robin")
+    elif isinstance(team, SelectorGroupChat):
+        policy = _selector(team, subject, findings)
+    elif isinstance(team, Swarm):
+        policy = Policy(kind="swarm")
+    elif isinstance(team, GraphFlow):
+        policy = _graph(team, subject, findings)
+    elif isinstance(team, MagenticOneGroupChat):
+        policy = Policy(kind="magentic_one", options={"max_stalls": int(team._max_stalls)})
+    else:
+        raise TypeError(f"{type(team).__name__} is not a team kind this importer reads")
+    return Team(
+        name=pal,
+        title=str(team.name),
+        framework="autogen",
+        class_name=class_name(team),
+        source=source,
+        description=str(getattr(team, "description", "") or ""),
+        members=members,
+        policy=policy,
+        termination=read_termination(team._termination_condition, subject, findings),
+        max_turns=team._max_turns,
+    )
+
+
+def _selector(team: Any, subject: str, findings: Findings) -> Policy:
+    options: dict[str, Any] = {
+        "prompt": str(team._selector_prompt),
+        "allow_repeated_speaker": bool(team._allow_repeated_speaker),
+        "max_attempts": int(team._max_selector_attempts),
+        "selector_func": None,
+        "candidate_func": None,
+    }
+    for key, attribute, what in (
+        ("selector_func", "_selector_func", "selector_func"),
+        ("candidate_func", "_candidate_func", "candidate_func"),
+    ):
+        function = getattr(team, attribute, None)
+        if function is not None:
+            options[key] = function_path(function, subject, what, findings)
+    return Policy(kind="selector", options=options)
+
+
+def _graph(team: Any, subject: str, findings: Findings) -> Policy:
+    graph = team._graph
+    nodes: dict[str, list[dict[str, Any]]] = {}
+    for name, node in graph.nodes.items():
+        edges = []
+        for edge in node.edges:
+            condition: dict[str, Any] | None = None
+            if edge.condition_function is not None:
+                path = function_path(
+                    edge.condition_function, f"{subject}, edge {name} -> {edge.target}", "condition", findings
+                )
+                condition = {"func": path} if path is not None else {"never": True}
+            elif isinstance(edge.condition, str):
+                condition = {"text": edge.condition}
+            edges.append(
+                {
+                    "target": edge.target,
+                    "condition": condition,
+                    "group": edge.activation_group,
+                    "activation": edge.activation_condition,
+                }
+            )
+        nodes[name] = edges
+    return Policy(kind="graph", options={"nodes": nodes, "start": sorted(graph.get_start_nodes())})
