@@ -44,14 +44,15 @@ class ChairSteps:
 
     def agents_map(self) -> dict[str, str]:
         mapping = {member.pal: member.name for member in self.team.members}
-        mapping[self.team.name] = self.team.title
+        mapping[self.team.name] = self.team.policy.options.get("speaker_name", self.team.title)
         mapping["human"] = self.outside
         return mapping
 
     def names_map(self) -> dict[str, str]:
         return {member.name: member.pal for member in self.team.members}
 
-    def write(self) -> tuple[Any, ...]:
+    def start(self) -> None:
+        """The steps every chair starts with: the maps, fresh live agents, the task said to the meeting."""
         team, steps = self.team, self.steps
         steps.add("EXE", f"$agents:dict = {literal(self.agents_map())}")
         steps.add("EXE", f"$names:dict = {literal(self.names_map())}")
@@ -64,6 +65,14 @@ class ChairSteps:
         steps.add("EXE", "$inbox:list = []")
         if team.termination is not None:
             self.termination.start(team.termination, steps)
+
+    def write(self) -> tuple[Any, ...]:
+        team, steps = self.team, self.steps
+        if team.policy.kind == "magentic_one":
+            from importers.autogen._magentic import write_magentic
+
+            return write_magentic(self)
+        self.start()
         policy = getattr(self, f"_init_{team.policy.kind}")
         policy()
         steps.label("check")
@@ -105,10 +114,25 @@ class ChairSteps:
                 self.stop(body, literal(f"Maximum number of turns {team.max_turns} reached."))
                 steps.branch(f"If $turns >= {team.max_turns}", body)
 
+    def wait_for_reply(self, steps: StepList, label: object) -> None:
+        """Wait in the meeting until `$speaker` has answered: `$reply` (the transcript entry)."""
+        steps.label(label)
+        steps.add("EXE", '$heard:list = WaitForMessage("meeting")')
+        steps.add("EXE", "$inbox = $inbox + $heard")
+        steps.add(
+            "EXE",
+            f"$got:dict = {self.helper('chat_reply')}(heard=$inbox, speaker=$speaker, "
+            f"chair={literal(self.team.name)}, agents=$agents)",
+        )
+        steps.add("EXE", '$inbox = $got["rest"]')
+        steps.add("EXE", '$reply = $got["reply"]')
+        body = StepList()
+        body.jump(label)
+        steps.branch("If $reply == None", body)
+
     def _give_turns(self) -> None:
         """Give the turn to each of `$speakers`, then take their replies in that order."""
         steps = self.steps
-        chair = self.team.name
         steps.add("EXE", "$i:int = 0")
         steps.label("turns")
         body = StepList()
@@ -128,19 +152,7 @@ class ChairSteps:
         body.jump("check")
         steps.branch("If $i >= len($speakers)", body)
         steps.add("EXE", "$speaker = $speakers[$i]")
-        steps.label("wait")
-        steps.add("EXE", '$heard:list = WaitForMessage("meeting")')
-        steps.add("EXE", "$inbox = $inbox + $heard")
-        steps.add(
-            "EXE",
-            f"$got:dict = {self.helper('chat_reply')}(heard=$inbox, speaker=$speaker, chair={literal(chair)}, "
-            "agents=$agents)",
-        )
-        steps.add("EXE", '$inbox = $got["rest"]')
-        steps.add("EXE", '$reply = $got["reply"]')
-        body = StepList()
-        body.jump("wait")
-        steps.branch("If $reply == None", body)
+        self.wait_for_reply(steps, "wait")
         getattr(self, f"_after_{self.team.policy.kind}", lambda: None)()
         steps.add("EXE", "$messages = $messages + [$reply]")
         steps.add("EXE", "$delta = [$reply]")
@@ -326,18 +338,6 @@ class ChairSteps:
                     )
                     body.branch(f"If {flag}", update)
             steps.branch(f'If $reply["source"] == {literal(source)}', body)
-
-    # --- MagenticOne ---------------------------------------------------------------------------------
-
-    def _init_magentic_one(self) -> None:
-        from importers.autogen._magentic import magentic_init
-
-        magentic_init(self)
-
-    def _select_magentic_one(self) -> None:
-        from importers.autogen._magentic import magentic_select
-
-        magentic_select(self)
 
     # --- ag2 -----------------------------------------------------------------------------------------
 

@@ -93,13 +93,11 @@ def build_program(team: Team) -> Program:
     chair_helpers = Helpers()
     chair = ChairSteps(team, chair_helpers, outside)
     steps = chair.write()
-    notes = [
+    notes = [  # the policy's notes first: the steps refer to them as N1, N2, ...
+        *chair.notes,
         'Each turn is given with Say("meeting @Name", "@Name"); the participant answers the chair in the '
         "meeting, and $messages keeps the transcript as the team's run returns it.",
-        *chair.notes,
     ]
-    if chair.notes:
-        notes.insert(0, notes.pop())  # the choosing note is N1, as the steps refer to it
     meeting = Playbook(
         name=MEETING_PLAYBOOK,
         parameters=(Parameter(name="task", type="str"),),

@@ -258,7 +258,7 @@ def read_team(team: Any, *, pal: str, source: str, findings: Findings) -> Team:
     elif isinstance(team, GraphFlow):
         policy = _graph(team, subject, findings)
     elif isinstance(team, MagenticOneGroupChat):
-        policy = Policy(kind="magentic_one", options={"max_stalls": int(team._max_stalls)})
+        policy = _magentic(team, members)
     else:
         raise TypeError(f"{type(team).__name__} is not a team kind this importer reads")
     return Team(
@@ -317,3 +317,27 @@ def _graph(team: Any, subject: str, findings: Findings) -> Policy:
             )
         nodes[name] = edges
     return Policy(kind="graph", options={"nodes": nodes, "start": sorted(graph.get_start_nodes())})
+
+
+def _magentic(team: Any, members: tuple[Member, ...]) -> Policy:
+    from autogen_agentchat.teams._group_chat._magentic_one import _prompts as prompts
+
+    final = team._final_answer_prompt
+    return Policy(
+        kind="magentic_one",
+        options={
+            "speaker_name": "MagenticOneOrchestrator",
+            "max_stalls": int(team._max_stalls),
+            "team": "\n".join(" ".join(f"{m.name}: {m.description}".split()) for m in members),
+            "prompts": {
+                "facts": prompts.ORCHESTRATOR_TASK_LEDGER_FACTS_PROMPT,
+                "plan": prompts.ORCHESTRATOR_TASK_LEDGER_PLAN_PROMPT,
+                "full": prompts.ORCHESTRATOR_TASK_LEDGER_FULL_PROMPT,
+                "progress": prompts.ORCHESTRATOR_PROGRESS_LEDGER_PROMPT,
+                "facts_update": prompts.ORCHESTRATOR_TASK_LEDGER_FACTS_UPDATE_PROMPT,
+                "plan_update": prompts.ORCHESTRATOR_TASK_LEDGER_PLAN_UPDATE_PROMPT,
+                "final": final,
+                "final_is_default": final == prompts.ORCHESTRATOR_FINAL_ANSWER_PROMPT,
+            },
+        },
+    )
