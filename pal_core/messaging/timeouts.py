@@ -58,9 +58,7 @@ class MeetingTimeouts:
                     f"MeetingTimeouts.{name} must be a finite number of seconds >= 0, got {value!r}"
                 )
         if self.turn > self.targeted:
-            raise ValueError(
-                f"MeetingTimeouts.turn ({self.turn}) must not exceed targeted ({self.targeted})"
-            )
+            raise ValueError(f"MeetingTimeouts.turn ({self.turn}) must not exceed targeted ({self.targeted})")
         if self.targeted > self.untargeted:
             raise ValueError(
                 f"MeetingTimeouts.targeted ({self.targeted}) must not exceed untargeted ({self.untargeted})"
