@@ -194,7 +194,7 @@ async def test_a_closed_inbox_hands_over_the_meeting_messages_then_raises() -> N
 
 def test_the_turn_window_is_zero_and_may_not_exceed_the_targeted_one() -> None:
     assert MeetingTimeouts().turn == 0.0
-    with pytest.raises(ValueError, match="turn .* must not exceed targeted"):
+    with pytest.raises(ValueError, match=r"turn .* must not exceed targeted"):
         MeetingTimeouts(turn=1.0, targeted=0.5)
 
 
