@@ -93,7 +93,10 @@ def _entry(message: Any, run: Any, chair: str, agents: Mapping[str, str]) -> dic
     targets = [_klass_of(run, target) for target in message.target_agent_ids]
     if sender == chair:
         if not targets:
-            return {"source": "user", "content": content}  # the task, as the team was run with it
+            return {
+                "source": agents.get("@task", "user"),
+                "content": content,
+            }  # the task, as the team was run
         if _is_bare_turn(content):
             return None
         return {"source": agents.get(chair, chair), "content": content}
@@ -126,9 +129,12 @@ def chat_reply(heard: list, speaker: str, chair: str, agents: dict) -> dict:
     """The chair's side: `speaker`'s answer among `heard`, if it has come.
 
     Returns `{"reply": entry or None, "rest": [...]}`; an answer that is a bare `@Chair` (the speaker had
-    nothing to say) is the entry with content None.
+    nothing to say) is the entry with content None. Meeting notices (joined, left) are dropped.
     """
+    from pal_core.messaging import MessageType
+
     run = _current().run
+    heard = [message for message in heard if message.message_type is MessageType.MEETING_BROADCAST]
     for index, message in enumerate(heard):
         if message.sender_klass != speaker:
             continue
@@ -284,7 +290,7 @@ async def speaker_selection(func: str, team: str, last: str, messages: list) -> 
     groupchat = live_object(team)
     groupchat = getattr(groupchat, "groupchat", groupchat)
     groupchat.messages = _oai_messages(messages, "")
-    last_agent = groupchat.agent_by_name(last) if last != "user" else None
+    last_agent = groupchat.agent_by_name(last)
     chosen = await _call(live_object(func), last_agent, groupchat)
     if chosen is None:
         return {"speaker": None}

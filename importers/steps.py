@@ -51,6 +51,10 @@ class StepList:
         """A top-level `JMP` to `label`."""
         self._place(_Op(opcode="JMP", jump=label))
 
+    def has_steps(self) -> bool:
+        """Whether any step was added."""
+        return bool(self._ops)
+
     def extend(self, body: StepList) -> None:
         """The top-level steps of `body` (which must not define labels), added here in order."""
         if body._pending or body._label_at:

@@ -65,6 +65,7 @@ async def run_meeting_as_owner(
             agent=execution.agent.klass,
             playbook=playbook.name,
         ) from error
+    execution.agent.state.joined_meetings.add(meeting.id)  # its messages are the playbook's, not the loop's
     inner = _Execution(execution.agent, meeting_id=meeting.id)
     inner.stack.frames.extend(execution.stack.frames)
     try:

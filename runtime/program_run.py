@@ -23,6 +23,7 @@ from pal_core.messaging import (
     HumanParticipant,
     MeetingManager,
     MeetingTimeouts,
+    Message,
     MessageType,
     QueueClosed,
     StreamObserver,
@@ -233,10 +234,19 @@ class ProgramRun:
 
     async def _message_loop(self, instance: AgentInstance) -> None:
         execution = Execution(instance)
+        meetings = self.meetings
+        joined = instance.state.joined_meetings
+
+        def for_the_loop(message: Message) -> bool:
+            # Messages of a meeting the agent is in belong to the playbook running it (the owner's meeting
+            # playbook may run outside this loop: `pal run --input`, an embedded call), not to the loop.
+            meeting_id = message.meeting_id
+            return meeting_id is None or meeting_id not in joined or meetings.meeting(meeting_id).ended
+
         while True:
-            if not instance.inbox.peek(lambda _message: True):
+            if not instance.inbox.peek(for_the_loop):
                 self._set_idle(instance.id)
-            messages = await instance.inbox.get_batch()
+            messages = await instance.inbox.get_batch(for_the_loop)
             self._busy.add(instance.id)
             invitations = [m for m in messages if m.message_type is MessageType.MEETING_INVITATION]
             others = [m for m in messages if m.message_type is not MessageType.MEETING_INVITATION]

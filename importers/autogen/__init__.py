@@ -40,11 +40,17 @@ def _framework(team: Any) -> str | None:
     return None
 
 
-def import_team(team: Any, *, name: str | None = None, source: str, strict: bool = False) -> ImportResult:
+def import_team(
+    team: Any, *, name: str | None = None, source: str, strict: bool = False, initiator: str | None = None
+) -> ImportResult:
     """The PAL program of a live team; `source` is its import path (`module:attr`), by which the program
-    finds the team's agents and functions when it runs."""
+    finds the team's agents and functions when it runs. For an ag2 group chat, `initiator` names the member
+    that says the task (as `initiator.initiate_chat(manager, message=task)`); by default the task comes from
+    a `user` outside the group."""
     findings = Findings()
     framework = _framework(team)
+    if initiator is not None and framework != "ag2":
+        raise ImportTargetError(f"{source}: initiator= applies to ag2 group chats only")
     if framework == "autogen":
         from autogen_agentchat.base import Team as AgentTeam
 
@@ -72,8 +78,8 @@ def import_team(team: Any, *, name: str | None = None, source: str, strict: bool
     return check_strict(source, ImportResult(program=program, diagnostics=findings.all()), strict)
 
 
-def import_target(target: str, *, strict: bool = False) -> ImportResult:
-    """The PAL program of the team at `target` (`package.module:attribute`)."""
+def import_target(target: str, *, strict: bool = False, initiator: str | None = None) -> ImportResult:
+    """The PAL program of the team at `target` (`package.module:attribute`); `initiator` as for `import_team`."""
     team = load_target(target)
     module, _, attribute = target.partition(":")
     last = attribute.rpartition(".")[2]
@@ -88,7 +94,7 @@ def import_target(target: str, *, strict: bool = False) -> ImportResult:
         name = str(own)
     else:
         name = f"{module.rpartition('.')[2]}_{last}" if last.lower() in _GENERIC_NAMES else last
-    return import_team(team, name=name, source=target, strict=strict)
+    return import_team(team, name=name, source=target, strict=strict, initiator=initiator)
 
 
 __all__ = ["CODES", "ENTRY_PLAYBOOK", "MEETING_PLAYBOOK", "import_target", "import_team"]

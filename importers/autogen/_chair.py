@@ -46,6 +46,9 @@ class ChairSteps:
         mapping = {member.pal: member.name for member in self.team.members}
         mapping[self.team.name] = self.team.policy.options.get("speaker_name", self.team.title)
         mapping["human"] = self.outside
+        initiator = self.team.policy.options.get("initiator")
+        if initiator:
+            mapping["@task"] = initiator
         return mapping
 
     def names_map(self) -> dict[str, str]:
@@ -57,7 +60,8 @@ class ChairSteps:
         steps.add("EXE", f"$agents:dict = {literal(self.agents_map())}")
         steps.add("EXE", f"$names:dict = {literal(self.names_map())}")
         steps.add("EXE", f"{self.helper('start_chat')}(team={literal(team.source)})")
-        steps.add("EXE", '$messages:list = [{"source": "user", "content": $task}]')
+        source = literal(self.team.policy.options.get("initiator") or "user")
+        steps.add("EXE", f'$messages:list = [{{"source": {source}, "content": $task}}]')
         steps.add("QUE", "Say(meeting, $task)")
         steps.add("EXE", "$delta:list = $messages")
         steps.add("EXE", "$stop_reason = None")
@@ -115,10 +119,9 @@ class ChairSteps:
                 steps.branch(f"If $turns >= {team.max_turns}", body)
 
     def wait_for_reply(self, steps: StepList, label: object) -> None:
-        """Wait in the meeting until `$speaker` has answered: `$reply` (the transcript entry)."""
+        """`$reply`: `$speaker`'s answer (its transcript entry), from what the chair has heard (`$inbox`, which
+        may hold the answers of several speakers) or, when it is not there yet, after waiting in the meeting."""
         steps.label(label)
-        steps.add("EXE", '$heard:list = WaitForMessage("meeting")')
-        steps.add("EXE", "$inbox = $inbox + $heard")
         steps.add(
             "EXE",
             f"$got:dict = {self.helper('chat_reply')}(heard=$inbox, speaker=$speaker, "
@@ -127,6 +130,8 @@ class ChairSteps:
         steps.add("EXE", '$inbox = $got["rest"]')
         steps.add("EXE", '$reply = $got["reply"]')
         body = StepList()
+        body.add("EXE", '$heard:list = WaitForMessage("meeting")')
+        body.add("EXE", "$inbox = $inbox + $heard")
         body.jump(label)
         steps.branch("If $reply == None", body)
 
@@ -324,11 +329,12 @@ class ChairSteps:
                 condition = edge["condition"]
                 if condition is None:
                     body.extend(update)
+                elif "text" in condition and condition.get("negate"):
+                    text = literal(condition["text"])
+                    body.branch(f'If $reply["content"] == None or {text} not in $reply["content"]', update)
                 elif "text" in condition:
-                    body.branch(
-                        f'If $reply["content"] != None and {literal(condition["text"])} in $reply["content"]',
-                        update,
-                    )
+                    text = literal(condition["text"])
+                    body.branch(f'If $reply["content"] != None and {text} in $reply["content"]', update)
                 elif "func" in condition:
                     flag = f"$edge{number}"
                     body.add(
@@ -337,7 +343,8 @@ class ChairSteps:
                         "message=$reply)",
                     )
                     body.branch(f"If {flag}", update)
-            steps.branch(f'If $reply["source"] == {literal(source)}', body)
+            if body.has_steps():
+                steps.branch(f'If $reply["source"] == {literal(source)}', body)
 
     # --- ag2 -----------------------------------------------------------------------------------------
 
@@ -347,7 +354,7 @@ class ChairSteps:
         steps.add("EXE", f"$order:list = {literal(names)}")
         steps.add("EXE", f"$transitions:dict = {literal(options['transitions'])}")
         steps.add("EXE", f"$fallback:dict = {literal(options['fallback'])}")
-        steps.add("EXE", f"$last_speaker:str = {literal(self.outside)}")
+        steps.add("EXE", f"$last_speaker:str = {literal(options['initiator'])}")
         if options.get("select_prompt"):
             self.notes.append(
                 f"To choose the next speaker: {' '.join(str(options['select_prompt']).split())}"

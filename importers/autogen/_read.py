@@ -9,6 +9,7 @@ diagnostic, never guessed.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import typing
 from typing import Any
@@ -39,6 +40,72 @@ def function_path(function: Any, subject: str, what: str, findings: Findings) ->
     if path is None:
         findings.add(FUNCTION_WITHOUT_IMPORT_PATH, subject, f"its {what} cannot be imported by path: {why}")
     return path
+
+
+_TEXT_ACCESSORS = frozenset({"to_model_text", "to_text"})
+
+
+def text_condition(function: Any) -> dict[str, Any] | None:
+    """`{"text": s, "negate": bool}` for a lambda that only tests whether a string is in the message's text:
+    `lambda msg: "APPROVE" in msg.to_model_text()` (or `not in`, `.to_text()`, `.content`), the form of
+    AutoGen's GraphFlow examples; None for anything else. The lambda is found in its source line and
+    recognised only when its compiled code is the function's own."""
+    code = getattr(function, "__code__", None)
+    if getattr(function, "__name__", "") != "<lambda>" or code is None or code.co_argcount != 1:
+        return None
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return None
+    start = source.find("lambda")
+    while start != -1:
+        found = _match_lambda(source[start:], code)
+        if found is not None:
+            return found
+        start = source.find("lambda", start + 1)
+    return None
+
+
+def _match_lambda(text: str, code: Any) -> dict[str, Any] | None:
+    for end in range(len(text), 0, -1):
+        candidate = text[:end]
+        try:
+            tree = ast.parse(candidate, mode="eval")
+        except SyntaxError:
+            continue
+        node = tree.body
+        if not isinstance(node, ast.Lambda):
+            return None
+        try:
+            compiled = compile(tree, "<lambda>", "eval")
+        except (SyntaxError, ValueError):
+            return None
+        inner = next((const for const in compiled.co_consts if inspect.iscode(const)), None)
+        if inner is None or inner.co_code != code.co_code or inner.co_consts != code.co_consts:
+            return None
+        return _text_test(node)
+    return None
+
+
+def _text_test(node: ast.Lambda) -> dict[str, Any] | None:
+    argument = node.args.args[0].arg
+    body = node.body
+    if not (
+        isinstance(body, ast.Compare) and len(body.ops) == 1 and isinstance(body.ops[0], ast.In | ast.NotIn)
+    ):
+        return None
+    if not (isinstance(body.left, ast.Constant) and isinstance(body.left.value, str)):
+        return None
+    right = body.comparators[0]
+    if isinstance(right, ast.Call) and not right.args and not right.keywords:
+        right = right.func
+        if not (isinstance(right, ast.Attribute) and right.attr in _TEXT_ACCESSORS):
+            return None
+    elif not (isinstance(right, ast.Attribute) and right.attr == "content"):
+        return None
+    if not (isinstance(right.value, ast.Name) and right.value.id == argument):
+        return None
+    return {"text": body.left.value, "negate": isinstance(body.ops[0], ast.NotIn)}
 
 
 def pal_names(names: list[str], reserved: set[str]) -> dict[str, str]:
@@ -121,7 +188,7 @@ def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any
     if any(type(bench).__name__ != "StaticStreamWorkbench" for bench in workbenches):
         features.append("a workbench (MCP tools): bind an MCP server as a remote agent instead")
     for feature in features:
-        findings.add(AGENT_FEATURE, where, f"{feature} is not expressed; the agent answers with text")
+        findings.add(AGENT_FEATURE, where, f"not expressed: {feature}; the agent answers with text")
     tools: list[Tool] = []
     for tool in getattr(agent, "_tools", []):
         read = _tool(tool, where, findings)
@@ -300,7 +367,9 @@ def _graph(team: Any, subject: str, findings: Findings) -> Policy:
         edges = []
         for edge in node.edges:
             condition: dict[str, Any] | None = None
-            if edge.condition_function is not None:
+            if edge.condition_function is not None and text_condition(edge.condition_function) is not None:
+                condition = text_condition(edge.condition_function)
+            elif edge.condition_function is not None:
                 path = function_path(
                     edge.condition_function, f"{subject}, edge {name} -> {edge.target}", "condition", findings
                 )

@@ -25,15 +25,18 @@ from importers.autogen._read import class_name, function_path, pal_names
 from importers.langgraph._paths import import_path, pal_type
 
 OUTSIDE = "user"
-"""Who says the task: an initiator outside the group."""
+"""Who says the task when no initiator is named: someone outside the group."""
 
 
 def _is_default_termination(function: Any) -> bool:
     return getattr(function, "__qualname__", "").startswith("ConversableAgent.__init__.<locals>")
 
 
-def read_group_chat(target: Any, *, pal: str, source: str, findings: Findings) -> Team:
-    """The model of an ag2 GroupChat or GroupChatManager."""
+def read_group_chat(
+    target: Any, *, pal: str, source: str, findings: Findings, initiator: str | None = None
+) -> Team:
+    """The model of an ag2 GroupChat or GroupChatManager; `initiator` names the agent that says the task
+    (`initiator.initiate_chat(manager, message=task)`), by default a `user` outside the group."""
     from autogen import GroupChatManager
 
     manager = target if isinstance(target, GroupChatManager) else None
@@ -44,7 +47,11 @@ def read_group_chat(target: Any, *, pal: str, source: str, findings: Findings) -
     names = [str(agent.name) for agent in agents]
     pals = pal_names(names, {pal})
     members = tuple(_member(agent, pals[str(agent.name)], subject, findings) for agent in agents)
-    options: dict[str, Any] = {}
+    if initiator is not None and initiator not in names:
+        raise ValueError(
+            f"the initiator {initiator!r} is not an agent of the group chat ({', '.join(names)})"
+        )
+    options: dict[str, Any] = {"initiator": initiator or OUTSIDE}
     method = groupchat.speaker_selection_method
     if callable(method):
         path = function_path(method, subject, "speaker_selection_method", findings)
@@ -65,6 +72,7 @@ def read_group_chat(target: Any, *, pal: str, source: str, findings: Findings) -
             groupchat.select_speaker_msg(agents) + "\n" + (groupchat.select_speaker_prompt(agents) or "")
         )
     options["transitions"], options["fallback"] = _transitions(groupchat, agents)
+    options["fallback"].setdefault(options["initiator"], [str(agent.name) for agent in agents])
     options["termination"] = _termination(manager, subject, findings)
     for flag, text in (
         ("send_introductions", "send_introductions: the introduction message is not sent"),

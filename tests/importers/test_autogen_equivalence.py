@@ -36,6 +36,8 @@ TEAMS = (
     "round_robin_turns",
     "swarm",
     "graph_flow",
+    "graph_lambdas",
+    "graph_fan_out",
     "selector",
 )
 AG2_CHATS = ("round_robin_manager", "transitions_manager")
