@@ -178,7 +178,10 @@ async def start_chat(team: str) -> None:
         from autogen_core import CancellationToken
 
         for member in from_team._participants:
-            await member.on_reset(CancellationToken())
+            if hasattr(member, "on_reset"):
+                await member.on_reset(CancellationToken())
+            else:  # a team as a participant
+                await member.reset()
         return
     for member in _members(from_team):
         reset = getattr(member, "reset", None)

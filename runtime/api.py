@@ -126,6 +126,6 @@ async def run_playbook(
         instance = await run.agent_instance(agent_name)
         if instance is None:
             raise ProgramError(f"agent {agent_name} could not be started")
-        return await Execution(instance).execute(target, list(args), dict(kwargs))
+        return await run.guard(Execution(instance).execute(target, list(args), dict(kwargs)))
     finally:
         await run.shutdown()

@@ -9,7 +9,8 @@ nothing left to read, or on a failure; tasks never outlive it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +129,7 @@ class ProgramRun:
         self._open_remote = remote_connector or open_remote
         self._tasks: list[asyncio.Task[None]] = []
         self._finished = asyncio.Event()
+        self._failed = asyncio.Event()
         self._result: RunResult | None = None
         self._busy: set[str] = set()
         self._started = False
@@ -208,6 +210,29 @@ class ProgramRun:
         await self.shutdown()
         return self._result or self._finish_result("idle", "finished")
 
+    async def guard(self, call: Coroutine[Any, Any, Any]) -> Any:
+        """Await `call` (a playbook called from outside the message loops: `run_playbook`, `pal run --input`,
+        an embedded call), ending it with the failure if another agent's loop fails meanwhile (an attendee
+        of a meeting the call runs), instead of letting it wait for an answer that will never come."""
+        task = asyncio.ensure_future(call)
+        failed = asyncio.ensure_future(self._failed.wait())
+        try:
+            await asyncio.wait({task, failed}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            failed.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        error = self._result.error if self._result is not None else None
+        if isinstance(error, BaseException):
+            raise error
+        raise RunError(self._result.reason if self._result is not None else "another agent failed")
+
     def _spawn(self, instance: AgentInstance) -> None:
         self._busy.add(instance.id)
         task = asyncio.create_task(self._agent_main(instance), name=f"agent {instance.klass} {instance.id}")
@@ -271,6 +296,8 @@ class ProgramRun:
         if self._result is None:
             self._result = self._finish_result(status, reason, error)
         self._finished.set()
+        if status == "error":
+            self._failed.set()
 
     def _finish_result(self, status: str, reason: str, error: BaseException | None = None) -> RunResult:
         result = RunResult(

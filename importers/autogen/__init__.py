@@ -65,9 +65,16 @@ def import_team(
     elif framework == "ag2":
         from importers.autogen._read_ag2 import read_group_chat
 
-        model = read_group_chat(
-            team, pal=camel_case(name or "GroupChatManager"), source=source, findings=findings
-        )
+        try:
+            model = read_group_chat(
+                team,
+                pal=camel_case(name or "GroupChatManager"),
+                source=source,
+                findings=findings,
+                initiator=initiator,
+            )
+        except ValueError as error:
+            raise ImportTargetError(f"{source}: {error}") from None
     else:
         raise ImportTargetError(
             f"{source} is a {type(team).__module__}.{type(team).__name__}; pal import autogen reads "

@@ -97,7 +97,7 @@ async def _run(args: argparse.Namespace) -> int:
             instance = await run.agent_instance(agent_name)
             from runtime.execution import Execution
 
-            result = await Execution(instance).execute(playbook, [], arguments)
+            result = await run.guard(Execution(instance).execute(playbook, [], arguments))
         except InputExhausted as error:
             print(_message(error), file=sys.stderr)
             return 3
