@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import reprlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -375,8 +376,14 @@ def _pieces(text: str) -> list[str]:
     return [word + (" " if index < len(words) - 1 else "") for index, word in enumerate(words)]
 
 
+_LIMITED = reprlib.Repr()
+"""A repr that stops early: trace details of a call whose argument is a long conversation stay cheap."""
+_LIMITED.maxlevel, _LIMITED.maxdict, _LIMITED.maxlist, _LIMITED.maxtuple = 3, 8, 8, 8
+_LIMITED.maxstring = _LIMITED.maxother = 120
+
+
 def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    text = value if isinstance(value, str) else _LIMITED.repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
