@@ -180,8 +180,19 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
         )
     elif member.kind is MemberKind.LLM:
         steps.add("EXE", "$history = $history + $input")
-        steps.add("EXE", f"$answer:str = {RESPOND_PLAYBOOK}(conversation=$history)")
-        steps.add("EXE", f'$reply:dict = {{"source": {literal(member.name)}, "content": $answer}}')
+        source = literal(member.name)
+        if member.handoffs:
+            steps.add("EXE", f"$answer:dict = {RESPOND_PLAYBOOK}(conversation=$history)")
+            steps.add("EXE", f'$reply:dict = {{"source": {source}, "content": $answer["content"]}}')
+            body = StepList()
+            body.add(
+                "EXE",
+                f'$reply = {{"source": {source}, "content": $answer["content"], "handoff": $answer["handoff"]}}',
+            )
+            steps.branch('If "handoff" in $answer', body)
+        else:
+            steps.add("EXE", f"$answer:str = {RESPOND_PLAYBOOK}(conversation=$history)")
+            steps.add("EXE", f'$reply:dict = {{"source": {source}, "content": $answer}}')
         extra.extend(_llm_playbooks(member))
     else:
         steps.add("EXE", f"{helpers('unsupported')}(reason={literal(member.reason)})")
@@ -237,10 +248,18 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
         "Write your next message in the chat and return it as text with Return[...]; call your tools (the "
         "other playbooks) first when they help, and return what they give when that is the answer.",
     ]
+    if member.handoffs:
+        notes[1] = (
+            'Write your next message in the chat and return it as {"content": <your message>} with Return[...]; '
+            "call your tools (the other playbooks) first when they help."
+        )
+        notes.append(
+            "To hand the conversation to another agent, call its TransferTo playbook and return what it returns."
+        )
     respond = Playbook(
         name=RESPOND_PLAYBOOK,
         parameters=(Parameter(name="conversation", type="list"),),
-        returns="str",
+        returns="dict" if member.handoffs else "str",
         description=_description(member.system_message or "You are a helpful AI assistant."),
         metadata=Metadata(execution_mode="react"),
         notes=tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(notes, start=1)),
@@ -256,4 +275,18 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
         )
         for tool in member.tools
     ]
-    return [respond, *tools]
+    transfers = []
+    for handoff in member.handoffs:
+        steps = StepList()
+        steps.add("RET", literal({"handoff": handoff.target, "content": handoff.message}))
+        transfers.append(
+            Playbook(
+                name=camel_case(handoff.name),
+                returns="dict",
+                description=_description(
+                    handoff.description or f"Hand the conversation to {handoff.target}."
+                ),
+                steps=steps.build(),
+            )
+        )
+    return [respond, *tools, *transfers]

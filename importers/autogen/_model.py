@@ -38,6 +38,20 @@ class Tool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Handoff:
+    """A hand-off an LLM agent may make (AssistantAgent `handoffs`)."""
+
+    name: str
+    """The hand-off tool's name (`transfer_to_bob`)."""
+    target: str
+    """Who the conversation goes to."""
+    description: str
+    """When to hand off."""
+    message: str
+    """The hand-off message's text."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Member:
     """One participant."""
 
@@ -55,6 +69,8 @@ class Member:
     """An LLM agent's system message."""
     tools: tuple[Tool, ...] = ()
     """An LLM agent's tools."""
+    handoffs: tuple[Handoff, ...] = ()
+    """An LLM agent's hand-offs."""
     reason: str = ""
     """Why an UNSUPPORTED member is not run."""
 

@@ -23,7 +23,7 @@ from importers.autogen._diagnostics import (
     UNSUPPORTED_PARTICIPANT,
     Findings,
 )
-from importers.autogen._model import Member, MemberKind, Policy, Team, Termination, Tool
+from importers.autogen._model import Handoff, Member, MemberKind, Policy, Team, Termination, Tool
 from importers.langgraph._paths import camel_case, import_path, pal_type
 
 _TEXT_TYPES = frozenset({"TextMessage", "HandoffMessage"})
@@ -174,8 +174,15 @@ def read_member(agent: Any, pal: str, subject: str, findings: Findings) -> Membe
 def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any]) -> Member:
     system = "\n\n".join(str(message.content) for message in getattr(agent, "_system_messages", []))
     features = []
-    if getattr(agent, "_handoffs", None):
-        features.append(f"hand-offs to {', '.join(sorted(h.target for h in agent._handoffs.values()))}")
+    handoffs = tuple(
+        Handoff(
+            name=str(handoff.name),
+            target=str(handoff.target),
+            description=str(handoff.description),
+            message=str(handoff.message),
+        )
+        for handoff in (getattr(agent, "_handoffs", None) or {}).values()
+    )
     if getattr(agent, "_memory", None):
         features.append("memory")
     if getattr(agent, "_output_content_type", None) is not None:
@@ -194,7 +201,9 @@ def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any
         read = _tool(tool, where, findings)
         if read is not None:
             tools.append(read)
-    return Member(kind=MemberKind.LLM, system_message=system or None, tools=tuple(tools), **common)
+    return Member(
+        kind=MemberKind.LLM, system_message=system or None, tools=tuple(tools), handoffs=handoffs, **common
+    )
 
 
 def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:

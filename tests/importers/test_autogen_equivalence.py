@@ -191,3 +191,17 @@ def test_pal_run_prints_the_transcript_as_one_json_object(tmp_path: Path) -> Non
     assert printed["messages"][0] == {"source": "user", "content": TASK}
     assert [entry["source"] for entry in printed["messages"][1:4]] == ["alice", "bob", "carol"]
     assert printed["stop_reason"] == "Maximum number of messages 10 reached, current message count: 10"
+
+
+async def test_an_assistant_agent_hands_off_in_a_swarm_by_its_transfer_playbook() -> None:
+    import tests.fixtures.autogen.assistant as assistant
+
+    await assistant.swarm.reset()
+    expected = autogen_transcript(await assistant.swarm.run(task="When is Bob's birthday?"))
+    assert expected["messages"][1]["handoff"] == "bob"
+    answers = ["`$handoff = TransferToBob()`\nyld call", "`Return[$handoff]`\nyld return"]
+    actual, model = await run_imported(
+        "tests.fixtures.autogen.assistant:swarm", task="When is Bob's birthday?", model=ScriptedModel(answers)
+    )
+    assert actual == expected
+    assert model.calls == 2

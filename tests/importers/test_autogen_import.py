@@ -29,8 +29,8 @@ AG2_DOCS = "tests.fixtures.autogen.samples.ag2_docs"
 SAMPLES = {
     f"{DOCS}:selector_travel_team": {"AG105": 3},
     f"{DOCS}:selector_custom_function_team": {"AG105": 1, "AG102": 1},
-    f"{DOCS}:swarm_basic_team": {"AG104": 1},
-    f"{DOCS}:swarm_human_handoff_team": {"AG104": 1},
+    f"{DOCS}:swarm_basic_team": {},
+    f"{DOCS}:swarm_human_handoff_team": {},
     f"{DOCS}:graph_sequential_team": {},
     f"{DOCS}:graph_fan_out_team": {},
     f"{DOCS}:graph_conditional_team": {},
@@ -125,7 +125,7 @@ def test_the_import_command_writes_the_program(tmp_path, capsys) -> None:
     args = parser.parse_args(["autogen", f"{DOCS}:swarm_basic_team", "-o", str(output)])
     assert imports.HANDLERS["import"](args) == 0
     err = capsys.readouterr().err
-    assert "warning: AG104" in err and "3 agent(s)" in err
+    assert "0 diagnostic(s)" in err and "3 agent(s)" in err
     assert "# Swarm" in output.read_text(encoding="utf-8")
 
 
