@@ -15,6 +15,7 @@ import typing
 from typing import Any
 
 from importers.autogen._diagnostics import (
+    AGENT_EVENTS,
     AGENT_FEATURE,
     FUNCTION_WITHOUT_IMPORT_PATH,
     MESSAGE_TYPES,
@@ -337,6 +338,8 @@ def read_team(team: Any, *, pal: str, source: str, findings: Findings) -> Team:
         policy = _magentic(team, members)
     else:
         raise TypeError(f"{type(team).__name__} is not a team kind this importer reads")
+    termination = read_termination(team._termination_condition, subject, findings)
+    _events_matter(members, policy, termination, subject, findings)
     return Team(
         name=pal,
         title=str(team.name),
@@ -346,9 +349,36 @@ def read_team(team: Any, *, pal: str, source: str, findings: Findings) -> Team:
         description=str(getattr(team, "description", "") or ""),
         members=members,
         policy=policy,
-        termination=read_termination(team._termination_condition, subject, findings),
+        termination=termination,
         max_turns=team._max_turns,
     )
+
+
+def _events_matter(
+    members: tuple[Member, ...],
+    policy: Policy,
+    termination: Termination | None,
+    subject: str,
+    findings: Findings,
+) -> None:
+    """AG106 when a function sees the thread and an agent's tool calls would be in AutoGen's thread."""
+    with_tools = [member.name for member in members if member.kind is MemberKind.LLM and member.tools]
+    if not with_tools:
+        return
+    functions = [name for name in ("selector_func", "candidate_func") if policy.options.get(name)]
+
+    def has_function(node: Termination | None) -> bool:
+        return node is not None and (node.kind == "function" or any(has_function(c) for c in node.children))
+
+    if has_function(termination):
+        functions.append("FunctionalTermination")
+    for name in functions:
+        findings.add(
+            AGENT_EVENTS,
+            subject,
+            f"its {name} sees the chat messages only; in AutoGen it also sees the tool-call events of "
+            f"{', '.join(with_tools)}",
+        )
 
 
 def _selector(team: Any, subject: str, findings: Findings) -> Policy:

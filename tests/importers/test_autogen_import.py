@@ -150,3 +150,9 @@ def _all_steps(steps):
     for step in steps:
         yield step
         yield from _all_steps(step.children)
+
+
+def test_a_selector_func_that_would_see_tool_call_events_is_named() -> None:
+    result = import_target("tests.fixtures.autogen.diagnostic_teams:events")
+    assert [item.code for item in result.diagnostics] == ["AG106"]
+    assert "tool-call events of helper" in result.diagnostics[0].message
