@@ -29,6 +29,9 @@ ENTRY_PLAYBOOK = "Run"
 """The chair's playbook that runs the chat on a task and returns the transcript."""
 RESPOND_PLAYBOOK = "Respond"
 """An LLM participant's playbook: the model writes its next message."""
+REPLY_PLAYBOOK = "Reply"
+"""A participant's public playbook running the live agent: its turn, callable from outside the meeting too
+(`exporters.autogen.as_autogen_agent(program, playbook="Alice.Reply")` puts it back in an AutoGen team)."""
 
 
 class Helpers:
@@ -166,18 +169,12 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     extra: list[Playbook] = []
     notes: list[str] = []
     if member.kind is MemberKind.PYTHON:
-        steps.add(
-            "EXE",
-            f"$reply:dict = {helpers('agent_reply')}(messages=$input, team={literal(team.source)}, "
-            f"agent={literal(member.name)})",
-        )
+        steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(new_messages=$input)")
+        extra.append(_reply_playbook(team, member, helpers("agent_reply"), "new_messages"))
     elif member.kind is MemberKind.AG2_PYTHON:
         steps.add("EXE", "$history = $history + $input")
-        steps.add(
-            "EXE",
-            f"$reply:dict = {helpers('ag2_reply')}(messages=$history, team={literal(team.source)}, "
-            f"agent={literal(member.name)})",
-        )
+        steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(messages=$history)")
+        extra.append(_reply_playbook(team, member, helpers("ag2_reply"), "messages"))
     elif member.kind is MemberKind.LLM:
         steps.add("EXE", "$history = $history + $input")
         source = literal(member.name)
@@ -238,6 +235,27 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
         ),
         metadata=Metadata(extra={"autogen": {"agent": member.name, "class": member.class_name}}),
         playbooks=(meeting, *extra, *helpers.playbooks()),
+    )
+
+
+def _reply_playbook(team: Team, member: Member, helper: str, parameter: str) -> Playbook:
+    steps = StepList()
+    steps.add(
+        "EXE",
+        f"$reply:dict = {helper}(messages=${parameter}, team={literal(team.source)}, agent={literal(member.name)})",
+    )
+    steps.add("RET", "$reply")
+    what = "since its last turn" if parameter == "new_messages" else "so far"
+    return Playbook(
+        name=REPLY_PLAYBOOK,
+        parameters=(Parameter(name=parameter, type="list"),),
+        returns="dict",
+        description=_description(
+            f"{member.name}'s turn: the live agent's answer to the conversation {what} (transcript entries), as "
+            '{"source": ..., "content": ..., "handoff": ...}.'
+        ),
+        metadata=Metadata(public=True),
+        steps=steps.build(),
     )
 
 

@@ -205,3 +205,62 @@ async def test_an_assistant_agent_hands_off_in_a_swarm_by_its_transfer_playbook(
     )
     assert actual == expected
     assert model.calls == 2
+
+
+async def test_round_trip_autogen_to_pal_to_autogen_gives_the_same_transcript() -> None:
+    """Each imported participant's public `Reply` playbook, exported back as an AutoGen agent, takes its turns
+    in a team like the original: the same transcript (swarm hand-offs included)."""
+    from autogen_agentchat.conditions import HandoffTermination, MaxMessageTermination
+    from autogen_agentchat.teams import RoundRobinGroupChat, Swarm
+
+    import tests.fixtures.autogen.teams as teams
+    from exporters.autogen import as_autogen_agent
+
+    cases = {
+        "round_robin_max": lambda agents: RoundRobinGroupChat(
+            agents, termination_condition=MaxMessageTermination(10)
+        ),
+        "swarm": lambda agents: Swarm(
+            agents, termination_condition=HandoffTermination(target="user") | MaxMessageTermination(30)
+        ),
+    }
+    for name, make_team in cases.items():
+        original = getattr(teams, name)
+        await original.reset()
+        expected = autogen_transcript(await original.run(task=TASK))
+        await original.reset()
+        program = import_target(f"tests.fixtures.autogen.teams:{name}").program
+        names = [participant.name for participant in original._participants]
+        exported = [
+            as_autogen_agent(program, playbook=f"{member.name}.Reply", name=source, handoffs=[*names, "user"])
+            for member, source in zip(program.agents[1:], names, strict=True)
+        ]
+        with anyio.fail_after(RUN_SECONDS):
+            again = autogen_transcript(await make_team(exported).run(task=TASK))
+        assert again == expected, name
+        for agent in exported:
+            await agent.close()
+        await original.reset()
+
+
+def test_ag2_round_trip_gives_the_same_transcript() -> None:
+    from autogen import GroupChat, GroupChatManager
+
+    import tests.fixtures.autogen.ag2_chats as chats
+    from exporters.autogen import as_ag2_agent
+
+    expected = ag2_transcript(chats.round_robin_manager, TASK)
+    program = import_target("tests.fixtures.autogen.ag2_chats:round_robin_manager").program
+    names = [agent.name for agent in chats.round_robin.agents]
+    exported = [
+        as_ag2_agent(program, playbook=f"{member.name}.Reply", name=source)
+        for member, source in zip(program.agents[1:], names, strict=True)
+    ]
+    for agent in chats.round_robin.agents:
+        agent.reset()
+    chat = GroupChat(agents=exported, messages=[], max_round=6, speaker_selection_method="round_robin")
+    manager = GroupChatManager(groupchat=chat, llm_config=False)
+    chats.user().initiate_chat(manager, message=TASK, silent=True)
+    assert [{"source": m["name"], "content": m["content"]} for m in chat.messages] == expected
+    for agent in exported:
+        agent.embedded.close()
