@@ -107,22 +107,34 @@ def _entry(message: Any, run: Any, chair: str, agents: Mapping[str, str]) -> dic
     return entry
 
 
-def take_turn(heard: list, chair: str, agents: dict) -> dict:
+def take_turn(heard: list, chair: str, agents: dict, fresh_start: bool = False) -> dict:
     """Whether the chair has given this agent the turn among `heard` (meeting messages, oldest first).
 
-    Returns `{"mine": bool, "messages": [...], "rest": [...]}`: the transcript entries said up to and with
-    the turn (what the agent answers), and the messages after it, kept for the agent's next turn.
+    Returns `{"mine": bool, "messages": [...], "rest": [...], "fresh": bool}`: the transcript entries said up
+    to and with the turn (what the agent answers), and the messages after it, kept for the agent's next turn.
+    With `fresh_start` (MagenticOne, whose orchestrator resets the agents before it says the task ledger),
+    a message the chair addresses to itself starts afresh: only what was said from it on counts, and
+    `fresh` says so.
     """
     agent = _current()
     for index, message in enumerate(heard):
         if message.sender_klass == chair and agent.id in message.target_agent_ids:
-            entries = [_entry(item, agent.run, chair, agents) for item in heard[: index + 1]]
+            before = list(heard[: index + 1])
+            fresh = False
+            if fresh_start:
+                for position in range(len(before) - 1, -1, -1):
+                    item = before[position]
+                    if item.sender_klass == chair and tuple(item.target_agent_ids) == (item.sender_id,):
+                        before, fresh = before[position:], True
+                        break
+            entries = [_entry(item, agent.run, chair, agents) for item in before]
             return {
                 "mine": True,
                 "messages": [entry for entry in entries if entry is not None],
                 "rest": list(heard[index + 1 :]),
+                "fresh": fresh,
             }
-    return {"mine": False, "messages": [], "rest": list(heard)}
+    return {"mine": False, "messages": [], "rest": list(heard), "fresh": False}
 
 
 def chat_reply(heard: list, speaker: str, chair: str, agents: dict) -> dict:

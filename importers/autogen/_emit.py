@@ -158,12 +158,18 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     steps.label("listen")
     steps.add("EXE", '$new:list = WaitForMessage("meeting")')
     steps.add("EXE", "$heard = $heard + $new")
+    fresh = ", fresh_start=True" if team.policy.kind == "magentic_one" else ""
     steps.add(
-        "EXE", f"$turn:dict = {helpers('take_turn')}(heard=$heard, chair={literal(chair)}, agents=$agents)"
+        "EXE",
+        f"$turn:dict = {helpers('take_turn')}(heard=$heard, chair={literal(chair)}, agents=$agents{fresh})",
     )
     body = StepList()
     body.jump("listen")
     steps.branch('If not $turn["mine"]', body)
+    if fresh:
+        body = StepList()
+        body.add("EXE", "$history = []")
+        steps.branch('If $turn["fresh"]', body)
     steps.add("EXE", '$heard = $turn["rest"]')
     steps.add("EXE", '$input:list = $turn["messages"]')
     extra: list[Playbook] = []

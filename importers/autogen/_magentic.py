@@ -119,7 +119,7 @@ def write_magentic(chair: ChairSteps) -> tuple[Any, ...]:
         'If not $ledger["is_progress_being_made"]["answer"] or $ledger["is_in_loop"]["answer"]', body
     )
     body = StepList()
-    body.add("EXE", "$stalls = max(0, $stalls - 1)")
+    body.add("EXE", "$stalls = $stalls - 1 if $stalls > 0 else 0")
     steps.branch("Otherwise", body)
     body = StepList()
     body.add("EXE", "$facts = the updated facts note N5 asks for")

@@ -266,3 +266,28 @@ def test_ag2_round_trip_gives_the_same_transcript() -> None:
     assert [{"source": m["name"], "content": m["content"]} for m in chat.messages] == expected
     for agent in exported:
         agent.embedded.close()
+
+
+async def test_magentic_one_scripted_on_both_sides_gives_the_same_transcript() -> None:
+    """The orchestrator's ledgers are model turns of the chair: scripted with the same answers as AutoGen's
+    ReplayChatCompletionClient, the run says the same task ledger, instruction and final answer."""
+    import tests.fixtures.autogen.teams as teams
+
+    await teams.magentic.reset()
+    expected = autogen_transcript(await teams.magentic.run(task=TASK))
+    await teams.magentic.reset()
+    answers = iter(teams.MAGENTIC_ANSWERS)
+    variables = iter(["facts", "plan", "ledger", "ledger", "final"])
+
+    def orchestrate(request: Any) -> str:
+        text = next(answers)
+        value = repr(json.loads(text)) if text.startswith("{") else json.dumps(text)
+        line = request.metadata["line"]
+        return f'`Step["GroupChat:{line}:EXE"]` `Var[${next(variables)}, {value}]`\nyld call'
+
+    actual, model = await run_imported(
+        "tests.fixtures.autogen.teams:magentic", model=ScriptedModel(orchestrate)
+    )
+    assert actual == expected
+    assert model.calls == len(teams.MAGENTIC_ANSWERS)
+    assert expected["stop_reason"] == "The guests are counted."
