@@ -86,9 +86,10 @@ class Execution:
 
     async def execute(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Run one of this agent's playbooks."""
-        self.run.trace(
-            self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
-        )
+        if self.run.tracing:  # the details cost more than a Python playbook call; skip them unread
+            self.run.trace(
+                self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
+            )
         if playbook.kind is PlaybookKind.PYTHON:
             result = await self._call_python(playbook, args, kwargs)
         elif playbook.kind is PlaybookKind.REMOTE:
@@ -101,7 +102,8 @@ class Execution:
             from runtime.interpreter import run_markdown
 
             result = await run_markdown(self, playbook, args, kwargs)
-        self.run.trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
+        if self.run.tracing:
+            self.run.trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
         return result
 
     async def _call_other_agent(

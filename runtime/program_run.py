@@ -107,6 +107,8 @@ class ProgramRun:
         self.limits = limits = limits or RunLimits()
         self.human: HumanInput = human or NoHuman()
         self.tracer = tracer or Tracer()
+        self.tracing = True
+        """Whether trace events are kept (a run embedded without a tracer turns it off)."""
         self.meeting_timeouts = meeting_timeouts
         self.limiter = CallLimiter(
             CallLimits(max_calls=limits.max_model_calls, call_timeout=limits.model_timeout)
