@@ -150,7 +150,12 @@ def read_member(agent: Any, pal: str, subject: str, findings: Findings) -> Membe
         reason = f"it is a {type(agent).__name__}, not a BaseChatAgent"
         findings.add(UNSUPPORTED_PARTICIPANT, where, reason)
         return Member(kind=MemberKind.UNSUPPORTED, reason=reason, **common)
-    if isinstance(agent, SocietyOfMindAgent) or getattr(agent, "_model_client", None) is not None:
+    wrapped = getattr(agent, "_wrapped_agent", None)  # MessageFilterAgent
+    if (
+        isinstance(agent, SocietyOfMindAgent)
+        or getattr(agent, "_model_client", None) is not None
+        or getattr(wrapped, "_model_client", None) is not None
+    ):
         findings.add(
             AGENT_FEATURE,
             where,

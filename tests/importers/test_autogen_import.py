@@ -156,3 +156,9 @@ def test_a_selector_func_that_would_see_tool_call_events_is_named() -> None:
     result = import_target("tests.fixtures.autogen.diagnostic_teams:events")
     assert [item.code for item in result.diagnostics] == ["AG106"]
     assert "tool-call events of helper" in result.diagnostics[0].message
+
+
+def test_an_agent_that_calls_its_own_model_client_is_named() -> None:
+    result = import_target("tests.fixtures.autogen.diagnostic_teams:filtered")
+    assert [item.code for item in result.diagnostics] == ["AG104"]
+    assert "outside PAL's model" in result.diagnostics[0].message
