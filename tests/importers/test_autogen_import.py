@@ -160,5 +160,6 @@ def test_a_selector_func_that_would_see_tool_call_events_is_named() -> None:
 
 def test_an_agent_that_calls_its_own_model_client_is_named() -> None:
     result = import_target("tests.fixtures.autogen.diagnostic_teams:filtered")
-    assert [item.code for item in result.diagnostics] == ["AG104"]
+    # AG108 too: the wrapped AssistantAgent may answer with a tool-call summary or a structured message.
+    assert [item.code for item in result.diagnostics] == ["AG104", "AG108"]
     assert "outside PAL's model" in result.diagnostics[0].message
