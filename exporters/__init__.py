@@ -7,7 +7,7 @@ code written for one framework calls that framework's functions directly
 (`exporters.langgraph.as_langgraph_node`).
 
 Framework packages are imported only when something is made; importing this package, or an exporter
-module, loads none. Other exporters (AutoGen) register here with `register_exporter(name, exporter)`.
+module, loads none. Other exporters register here with `register_exporter(name, exporter)`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,11 @@ class Exporter:
 
 _EXPORTERS: NamedRegistry[Exporter] = NamedRegistry(
     "exporter",
-    {"langgraph": "exporters.langgraph:EXPORTER", "adk": "exporters.adk:EXPORTER"},
+    {
+        "langgraph": "exporters.langgraph:EXPORTER",
+        "adk": "exporters.adk:EXPORTER",
+        "autogen": "exporters.autogen:EXPORTER",
+    },
     unknown=UnknownExporter,
     accepts=lambda part: isinstance(part, Exporter),
     expected="an Exporter",

@@ -7,7 +7,7 @@ node, state key or tool it is about. Nothing is dropped silently: with `strict=T
 makes the import fail with `ImportFailed`.
 
 Framework packages are imported only when their importer runs; importing this package loads none.
-Other importers (AutoGen) register here with `register_importer(name, function)`.
+Other importers register here with `register_importer(name, function)`.
 """
 
 from __future__ import annotations
@@ -77,7 +77,11 @@ class Importer(Protocol):
 
 _IMPORTERS: NamedRegistry[Importer] = NamedRegistry(
     "importer",
-    {"langgraph": "importers.langgraph:import_target", "adk": "importers.adk:import_target"},
+    {
+        "langgraph": "importers.langgraph:import_target",
+        "adk": "importers.adk:import_target",
+        "autogen": "importers.autogen:import_target",
+    },
     unknown=UnknownImporter,
     accepts=callable,
     expected="callable",

@@ -19,13 +19,16 @@ from pathlib import Path
 
 def _add_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "framework", metavar="FRAMEWORK", help="the framework the program is written for: langgraph, adk"
+        "framework",
+        metavar="FRAMEWORK",
+        help="the framework the program is written for: langgraph, adk, autogen (AutoGen teams, ag2 group chats)",
     )
     parser.add_argument(
         "target",
         metavar="MODULE:ATTR",
-        help="the object to import, such as myapp.graphs:graph (a StateGraph) or myapp.agent:root_agent "
-        "(an ADK agent, Workflow or App); for adk also a root_agent.yaml agent config",
+        help="the object to import, such as myapp.graphs:graph (a StateGraph), myapp.agent:root_agent "
+        "(an ADK agent, Workflow or App; for adk also a root_agent.yaml agent config) or myapp.teams:team "
+        "(an AutoGen team or ag2 group chat)",
     )
     parser.add_argument("-o", "--output", metavar="FILE.pal", help="write here (default: standard output)")
     parser.add_argument(

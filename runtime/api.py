@@ -128,6 +128,6 @@ async def run_playbook(
         if instance is None:
             raise ProgramError(f"agent {agent_name} could not be started")
         async with run.budget.bound():
-            return await Execution(instance).execute(target, list(args), dict(kwargs))
+            return await run.guard(Execution(instance).execute(target, list(args), dict(kwargs)))
     finally:
         await run.shutdown()

@@ -109,6 +109,7 @@ class _EmbeddedRun(ProgramRun):
     def __init__(self, *args: Any, keep_trace: bool, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._keep_trace = keep_trace
+        self.tracing = keep_trace
 
     def trace(self, agent: AgentInstance | None, event: str, **fields: Any) -> None:
         if self._keep_trace:

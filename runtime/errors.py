@@ -21,6 +21,14 @@ class ProgramExit(ControlFlow):
         self.reason = reason
 
 
+class MeetingOver(ControlFlow):
+    """The meeting an attendee is waiting in has ended: its meeting playbook returns."""
+
+    def __init__(self, meeting_id: str) -> None:
+        super().__init__(f"meeting {meeting_id} ended")
+        self.meeting_id = meeting_id
+
+
 # --- user errors -----------------------------------------------------------------------------------
 
 

@@ -10,13 +10,22 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import inspect
+import reprlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pal_core.ir import Playbook, PlaybookKind
 from pal_core.messaging import Message, MessageType
 from runtime.builtins import call_builtin, is_runtime_builtin
-from runtime.errors import CallError, ControlFlow, InputExhausted, PlaybookFailed, ProgramError, RunError
+from runtime.errors import (
+    CallError,
+    ControlFlow,
+    InputExhausted,
+    MeetingOver,
+    PlaybookFailed,
+    ProgramError,
+    RunError,
+)
 from runtime.python_api import call_function, current_execution
 from runtime.remote import RemoteCallError
 from runtime.state import Artifact, CallStack
@@ -107,9 +116,10 @@ class Execution:
             check_value(value, limits, f"argument {index + 1} of {playbook.name}")
         for name, value in kwargs.items():
             check_value(value, limits, f"argument {name} of {playbook.name}")
-        self.run.trace(
-            self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
-        )
+        if self.run.tracing:  # the details cost more than a Python playbook call; skip them unread
+            self.run.trace(
+                self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
+            )
         if playbook.kind is PlaybookKind.PYTHON:
             result = await self._call_python(playbook, args, kwargs)
         elif playbook.kind is PlaybookKind.REMOTE:
@@ -123,7 +133,8 @@ class Execution:
 
             result = await run_markdown(self, playbook, args, kwargs)
         check_value(result, limits, f"the result of {playbook.name}")
-        self.run.trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
+        if self.run.tracing:
+            self.run.trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
         return result
 
     async def _call_other_agent(
@@ -182,17 +193,24 @@ class Execution:
     # --- messages --------------------------------------------------------------------------------
 
     async def say(self, target: str, text: str) -> None:
-        """Send `text` to the user, the current meeting, another agent or a meeting by spec."""
-        spec = self._receiver_spec(target)
+        """Send `text` to the user, the current meeting, another agent or a meeting by spec. In a meeting,
+        `meeting @Name ...` gives the named attendees the turn (runtime.meetings.meeting_receiver)."""
+        targets: tuple[str, ...] = ()
+        if target.strip().strip("\"'").lower().split(" ", 1)[0] == "meeting":
+            from runtime.meetings import meeting_receiver
+
+            spec, targets = meeting_receiver(self, target.strip().strip("\"'"))
+        else:
+            spec = self._receiver_spec(target)
         registry = self.run.registry
         stream = await registry.open_stream(self.agent.id, spec)
         if stream.is_streaming:
             # Text to a human streams; a model's whole answer is already here, so it goes in word pieces.
             for piece in _pieces(text):
                 await stream.send_chunk(piece)
-            await stream.complete()
+            await stream.complete(target_agent_ids=targets)
         else:
-            await stream.complete(text)
+            await stream.complete(text, target_agent_ids=targets)
         if spec == "human":
             self.run.messages_to_user.append(text)
         self.agent.state.session_log.add(f"{self.agent.klass} said to {spec}: {text}")
@@ -230,6 +248,10 @@ class Execution:
     async def wait_for_message(self, source: str = "*", timeout: float | None = None) -> list[Message]:
         """Wait for messages from a source (`*`, `human`, `agent 1001`, a class name, `meeting 7`)."""
         lowered = source.strip().lower()
+        if lowered == "meeting" or lowered.startswith("meeting "):
+            from runtime.meetings import wait_in_meeting
+
+            return await wait_in_meeting(self, source.strip())
         if lowered in ("human", "user"):
             pending = self.agent.inbox.peek(lambda message: message.sender_id == "human")
             if pending is None:
@@ -241,8 +263,6 @@ class Execution:
                 return True
             if lowered in ("human", "user"):
                 return message.sender_id == "human"
-            if lowered.startswith("meeting "):
-                return message.meeting_id == lowered.split(" ", 1)[1]
             if lowered.startswith("agent "):
                 return message.sender_id == lowered.split(" ", 1)[1]
             return message.sender_klass == source.strip()
@@ -264,7 +284,8 @@ class Execution:
             )
 
     async def wait_for_meeting(self, meeting_id: str) -> list[Message]:
-        """Wait for meeting messages with differential timeouts; MEETING_ENDED ends the wait."""
+        """Wait for meeting messages with differential timeouts (`YLD for meeting`, `WaitForMessage("meeting")`);
+        MEETING_ENDED ends the wait, and an attendee's wait then raises MeetingOver."""
         from pal_core.messaging import wait_for_meeting_messages
 
         messages = await wait_for_meeting_messages(
@@ -275,6 +296,8 @@ class Execution:
             timeouts=self.run.meeting_timeouts,
         )
         self.receive(messages)
+        if self.meeting_ended(meeting_id) and self.run.meetings.meeting(meeting_id).owner_id != self.agent.id:
+            raise MeetingOver(meeting_id)
         return messages
 
     def meeting_ended(self, meeting_id: str) -> bool:
@@ -356,8 +379,14 @@ def _pieces(text: str) -> list[str]:
     return [word + (" " if index < len(words) - 1 else "") for index, word in enumerate(words)]
 
 
+_LIMITED = reprlib.Repr()
+"""A repr that stops early: trace details of a call whose argument is a long conversation stay cheap."""
+_LIMITED.maxlevel, _LIMITED.maxdict, _LIMITED.maxlist, _LIMITED.maxtuple = 3, 8, 8, 8
+_LIMITED.maxstring = _LIMITED.maxother = 120
+
+
 def _short(value: Any, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else repr(value)
+    text = value if isinstance(value, str) else _LIMITED.repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -16,17 +16,13 @@ from pal_core.ir import Call, Playbook, YieldKind
 from runtime import fastpath
 from runtime.calls import invoke_call
 from runtime.control import Control
-from runtime.errors import BudgetExceeded, ProgramExit, RunError
+from runtime.errors import BudgetExceeded, MeetingOver, ProgramExit, RunError
 from runtime.models.base import ChatMessage, ModelRequest
 from runtime.state import Frame
 from runtime.turns import model_turn
 
 if TYPE_CHECKING:
     from runtime.execution import Execution
-
-
-class MeetingOver(Exception):
-    """The meeting this attendee frame runs in has ended."""
 
 
 async def run_markdown(
@@ -105,11 +101,6 @@ async def _handle(execution: Execution, frame: Frame, control: Control) -> bool:
                 "yld meeting outside a meeting", agent=execution.agent.klass, playbook=frame.playbook.name
             )
         await execution.wait_for_meeting(meeting_id)
-        if (
-            execution.meeting_ended(meeting_id)
-            and execution.run.meetings.meeting(meeting_id).owner_id != execution.agent.id
-        ):
-            raise MeetingOver(meeting_id)
         return False
     if kind is YieldKind.AGENT:
         await execution.wait_for_message(control.yield_name or "*")

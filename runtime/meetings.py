@@ -1,6 +1,13 @@
 """Meetings in the runtime (seed 002 §2.3, §7.4): calling a `meeting: true` playbook creates a meeting,
 invites the attendees, waits for the required ones and runs the playbook in the meeting; an invited
-agent joins by running its playbook of the same name. Ending the owner's playbook ends the meeting."""
+agent joins by running its playbook of the same name. Ending the owner's playbook ends the meeting.
+
+Targeted turns: `Say("meeting @Chef", text)` says `text` to the whole meeting and gives the turn to Chef
+(its id goes in the message's `target_agent_ids`); `@Name` is an agent class, `@1001` an agent id,
+`@human` the user; several may follow (`meeting @Chef @Critic`), and `meeting 7 @Chef` names the meeting.
+An agent given the turn stops waiting at once (MeetingTimeouts.turn) instead of gathering chatter, and
+its answer to the chair, `Say("meeting @Host", ...)`, ends the chair's wait the same way. Waiting in a
+meeting is `YLD for meeting` or `WaitForMessage("meeting")` (which also returns the messages)."""
 
 from __future__ import annotations
 
@@ -58,6 +65,7 @@ async def run_meeting_as_owner(
             agent=execution.agent.klass,
             playbook=playbook.name,
         ) from error
+    execution.agent.state.joined_meetings.add(meeting.id)  # its messages are the playbook's, not the loop's
     inner = _Execution(execution.agent, meeting_id=meeting.id)
     inner.stack.frames.extend(execution.stack.frames)
     try:
@@ -80,6 +88,59 @@ async def attendee_spec(execution: Execution, name: str) -> str | None:
     if instance is None:
         raise CallError(f"meeting attendee {cleaned!r} is not an agent of this program")
     return instance.spec
+
+
+def meeting_receiver(execution: Execution, text: str) -> tuple[str, tuple[str, ...]]:
+    """(`meeting <id>`, target agent ids) for a Say target `meeting [<id>] [@Name ...]`; CallError says why
+    not (outside a meeting, an unknown @name)."""
+    words = text.split()
+    if not words or words[0].lower() != "meeting":
+        raise CallError(f"{text!r} is not a meeting receiver")
+    rest = words[1:]
+    meeting_id: str | None = None
+    if rest and not rest[0].startswith("@"):
+        meeting_id = rest.pop(0)
+    if meeting_id is None:
+        meeting_id = execution.current_meeting()
+        if meeting_id is None:
+            raise CallError(f"Say({text!r}, ...) outside a meeting")
+    targets: list[str] = []
+    for word in rest:
+        if not word.startswith("@") or len(word) < 2:
+            raise CallError(
+                f"receiver {text!r}: after 'meeting' come @Name targets (an agent class, an id or @human), "
+                f"not {word!r}"
+            )
+        target = _target_id(execution, word[1:])
+        if target not in targets:
+            targets.append(target)
+    return f"meeting {meeting_id}", tuple(targets)
+
+
+def _target_id(execution: Execution, name: str) -> str:
+    if name.lower() in ("human", "user"):
+        return "human"
+    run = execution.run
+    if name in run.instances:
+        return name
+    instance = run.instance_by_class(name)
+    if instance is None:
+        raise CallError(f"@{name} is not an agent of this program")
+    return instance.id
+
+
+async def wait_in_meeting(execution: Execution, source: str) -> list[Message]:
+    """`WaitForMessage("meeting")` / `("meeting <id>")`: the meeting's messages with differential timeouts
+    (seed 002 §2.3 step 4), as `YLD for meeting` waits; an attendee of a meeting that ended gets MeetingOver."""
+    words = source.split()
+    meeting_id = words[1] if len(words) > 1 else execution.current_meeting()
+    if meeting_id is None:
+        raise CallError('WaitForMessage("meeting") outside a meeting')
+    try:
+        execution.run.meetings.meeting(meeting_id)
+    except MessagingError as error:
+        raise CallError(f"WaitForMessage({source!r}): {error}") from None
+    return await execution.wait_for_meeting(meeting_id)
 
 
 async def join_meeting(execution: Execution, invitation: Message) -> None:

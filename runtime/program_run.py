@@ -9,8 +9,9 @@ nothing left to read, or on a failure; tasks never outlive it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from pal_core.messaging import (
     HumanParticipant,
     MeetingManager,
     MeetingTimeouts,
+    Message,
     MessageType,
     QueueClosed,
     StreamObserver,
@@ -152,6 +154,8 @@ class ProgramRun:
         self.limits = limits = limits or RunLimits()
         self.human: HumanInput = human or NoHuman()
         self.tracer = tracer or Tracer()
+        self.tracing = True
+        """Whether trace events are kept (a run embedded without a tracer turns it off)."""
         self.meeting_timeouts = meeting_timeouts
         self.value_limits = limits.value_limits
         """The value-size budgets (from `limits`)."""
@@ -176,6 +180,7 @@ class ProgramRun:
         self._open_remote = remote_connector or open_remote
         self._tasks: list[asyncio.Task[None]] = []
         self._finished = asyncio.Event()
+        self._failed = asyncio.Event()
         self._result: RunResult | None = None
         self._busy: set[str] = set()
         self._started = False
@@ -275,6 +280,29 @@ class ProgramRun:
         await self.shutdown()
         return self._result or self._finish_result("idle", "finished")
 
+    async def guard(self, call: Coroutine[Any, Any, Any]) -> Any:
+        """Await `call` (a playbook called from outside the message loops: `run_playbook`, `pal run --input`,
+        an embedded call), ending it with the failure if another agent's loop fails meanwhile (an attendee
+        of a meeting the call runs), instead of letting it wait for an answer that will never come."""
+        task = asyncio.ensure_future(call)
+        failed = asyncio.ensure_future(self._failed.wait())
+        try:
+            await asyncio.wait({task, failed}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            task.cancel()
+            raise
+        finally:
+            failed.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        error = self._result.error if self._result is not None else None
+        if isinstance(error, BaseException):
+            raise error
+        raise RunError(self._result.reason if self._result is not None else "another agent failed")
+
     def _spawn(self, instance: AgentInstance) -> None:
         self._busy.add(instance.id)
         task = asyncio.create_task(self._agent_main(instance), name=f"agent {instance.klass} {instance.id}")
@@ -301,10 +329,19 @@ class ProgramRun:
 
     async def _message_loop(self, instance: AgentInstance) -> None:
         execution = Execution(instance)
+        meetings = self.meetings
+        joined = instance.state.joined_meetings
+
+        def for_the_loop(message: Message) -> bool:
+            # Messages of a meeting the agent is in belong to the playbook running it (the owner's meeting
+            # playbook may run outside this loop: `pal run --input`, an embedded call), not to the loop.
+            meeting_id = message.meeting_id
+            return meeting_id is None or meeting_id not in joined or meetings.meeting(meeting_id).ended
+
         while True:
-            if not instance.inbox.peek(lambda _message: True):
+            if not instance.inbox.peek(for_the_loop):
                 self._set_idle(instance.id)
-            messages = await instance.inbox.get_batch()
+            messages = await instance.inbox.get_batch(for_the_loop)
             self._busy.add(instance.id)
             if self.long_lived:
                 async with self.new_budget().bound():
@@ -338,6 +375,8 @@ class ProgramRun:
         if self._result is None:
             self._result = self._finish_result(status, reason, error)
         self._finished.set()
+        if status == "error":
+            self._failed.set()
 
     def _finish_result(self, status: str, reason: str, error: BaseException | None = None) -> RunResult:
         result = RunResult(

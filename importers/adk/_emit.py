@@ -27,7 +27,7 @@ from importers.adk._diagnostics import Findings
 from importers.adk._model import Agent, AgentKind, Tool, ToolParameter
 from importers.langgraph._emit import Namer, safe_description
 from importers.langgraph._paths import camel_case, pal_type
-from importers.langgraph._steps import StepList, literal
+from importers.steps import StepList, literal
 from pal_core.ir import Agent as PalAgent
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Program, Trigger
 from pal_core.validate import BUILTIN_PLAYBOOKS

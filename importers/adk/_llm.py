@@ -28,7 +28,7 @@ from importers.adk._emit import DONE, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK, Agent
 from importers.adk._model import Agent, Tool, ToolKind
 from importers.langgraph._emit import safe_description
 from importers.langgraph._paths import camel_case
-from importers.langgraph._steps import StepList, literal
+from importers.steps import StepList, literal
 from pal_core.ir import Metadata, Note, Parameter, Playbook, PlaybookKind
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from importers import langgraph_support
 from importers.langgraph._diagnostics import Findings
 from importers.langgraph._model import Graph, LlmAgent
 from importers.langgraph._paths import camel_case, pal_type
-from importers.langgraph._steps import StepList, literal
+from importers.steps import StepList, literal
 from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind, Program
 from pal_core.validate import BUILTIN_PLAYBOOKS
 

@@ -28,7 +28,7 @@ from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, AgentParts
 from importers.langgraph._flow import END_BLOCK, Block, Exit, ExitKind, Flow, Task, build_flow
 from importers.langgraph._model import END, START, Graph, InputView, Node, NodeKind, Router
 from importers.langgraph._paths import camel_case
-from importers.langgraph._steps import StepList, literal
+from importers.steps import StepList, literal
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
 
 if TYPE_CHECKING:

@@ -101,7 +101,7 @@ async def _run(args: argparse.Namespace) -> int:
             from runtime.execution import Execution
 
             async with run.budget.bound():
-                result = await Execution(instance).execute(playbook, [], arguments)
+                result = await run.guard(Execution(instance).execute(playbook, [], arguments))
         except InputExhausted as error:
             print(_message(error), file=sys.stderr)
             return 3

@@ -252,9 +252,16 @@ async def Big() -> list:
         )
     writer = parse("# W\nWrites.\n\n## Main() -> None\n### Steps\n01:EXE $s = a very long text\n02:RET\n")
     long_text = "x" * 1_200_000
-    model = ScriptedModel([f'`Step["Main:01:EXE"]` wrote it\n`Var[$s, "{long_text}"]`\nyld call'])
-    with pytest.raises(ValueTooLarge, match=r"^W:Main:01: \$s would have about 1,200,000 characters"):
+    # A model's value over the budget is a V12 violation, found before anything of the answer is applied:
+    # the model is asked again, and after the retries the run stops naming the budget and its option.
+    answer = f'`Step["Main:01:EXE"]` wrote it\n`Var[$s, "{long_text}"]`\nyld call'
+    model = ScriptedModel([answer] * 3)
+    with pytest.raises(RunError) as rejected:
         await run_playbook(writer, "Main", model=model)
+    assert model.calls == 3
+    (violation,) = rejected.value.violations
+    assert violation.startswith("V12 answer line 2: $s would have about 1,200,000 characters")
+    assert "--max-string-length" in violation
 
 
 def test_budgets_are_validated() -> None:

@@ -190,3 +190,50 @@ async def test_a_closed_inbox_hands_over_the_meeting_messages_then_raises() -> N
         assert [m.content for m in results[0]] == ["before the close"]
         with pytest.raises(QueueClosed):
             await wait_for_meeting_messages(inbox, "7", "1001", timeouts=timeouts)
+
+
+def test_the_turn_window_is_zero_and_may_not_exceed_the_targeted_one() -> None:
+    assert MeetingTimeouts().turn == 0.0
+    with pytest.raises(ValueError, match=r"turn .* must not exceed targeted"):
+        MeetingTimeouts(turn=1.0, targeted=0.5)
+
+
+async def test_a_queued_turn_is_answered_at_once_without_gathering() -> None:
+    """A message listing the agent in target_agent_ids gives it the turn: with a targeted window of 60 s the
+    wait still returns at once (fail_after would fire otherwise)."""
+    inbox = AsyncMessageQueue()
+    await inbox.put(broadcast("chatter"))
+    await inbox.put(broadcast("@Chef", targets=("1001",)))
+    timeouts = MeetingTimeouts(targeted=60, untargeted=60)
+    assert meeting_timeout(inbox, "7", "1001", ["Chef"], timeouts) == 0.0
+    with anyio.fail_after(10):
+        taken = await wait_for_meeting_messages(inbox, "7", "1001", ["Chef"], timeouts)
+    assert [m.content for m in taken] == ["chatter", "@Chef"]
+
+
+async def test_a_turn_arriving_later_ends_the_wait_at_once() -> None:
+    inbox = AsyncMessageQueue()
+    timeouts = MeetingTimeouts(targeted=60, untargeted=60)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            results: list[list[Message]] = []
+
+            async def agent_waits() -> None:
+                results.append(await wait_for_meeting_messages(inbox, "7", "1001", timeouts=timeouts))
+
+            group.start_soon(agent_waits)
+            await anyio.wait_all_tasks_blocked()
+            await inbox.put(broadcast("your turn", targets=("1001",)))
+    assert [m.content for m in results[0]] == ["your turn"]
+
+
+async def test_an_at_mention_alone_still_gathers_for_the_targeted_window() -> None:
+    inbox = AsyncMessageQueue()
+    await inbox.put(broadcast("@Chef what do you think?"))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with anyio.fail_after(10):
+        await wait_for_meeting_messages(
+            inbox, "7", "1001", ["Chef"], MeetingTimeouts(targeted=0.05, untargeted=60)
+        )
+    assert loop.time() - started >= 0.049

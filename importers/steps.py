@@ -1,4 +1,5 @@
-"""Building numbered PAL steps with symbolic jump labels, and writing values as PAL literals."""
+"""Building numbered PAL steps with symbolic jump labels, and writing values as PAL literals (shared by the
+importers)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ class StepList:
     def jump(self, label: object) -> None:
         """A top-level `JMP` to `label`."""
         self._place(_Op(opcode="JMP", jump=label))
+
+    def has_steps(self) -> bool:
+        """Whether any step was added."""
+        return bool(self._ops)
+
+    def extend(self, body: StepList) -> None:
+        """The top-level steps of `body` (which must not define labels), added here in order."""
+        if body._pending or body._label_at:
+            raise ValueError("labels inside an added body are not supported")
+        for op in body._ops:
+            self._place(op)
 
     def branch(self, condition: str, body: StepList) -> None:
         """A `CND <condition>` step whose sub-steps are `body` (which must not define labels)."""

@@ -1,0 +1,194 @@
+"""Reading live ag2 group chats (`autogen.GroupChat`, `autogen.GroupChatManager`, ag2 0.14).
+
+The chat starts with the task said by someone outside the group (as `user.initiate_chat(manager,
+message=task)` with a `user` agent that is not a member); the chair then picks speakers as
+`GroupChat.select_speaker` does: the allowed transitions from the last speaker (in the group's order,
+without a repeat where `allow_repeat_speaker` forbids it), one candidate at once, else round robin,
+random, the model ("auto") or the selection function, until the manager's `is_termination_msg` holds, a
+speaker gives no reply, or `max_round` messages were said.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Any
+
+from importers.autogen._diagnostics import (
+    AGENT_FEATURE,
+    GROUP_CHAT_FEATURE,
+    TOOL_WITHOUT_IMPORT_PATH,
+    Findings,
+)
+from importers.autogen._model import Member, MemberKind, Policy, Team, Tool
+from importers.autogen._read import class_name, function_path, pal_names
+from importers.langgraph._paths import import_path, pal_type
+
+OUTSIDE = "user"
+"""Who says the task when no initiator is named: someone outside the group."""
+
+
+def _is_default_termination(function: Any) -> bool:
+    return getattr(function, "__qualname__", "").startswith("ConversableAgent.__init__.<locals>")
+
+
+def read_group_chat(
+    target: Any, *, pal: str, source: str, findings: Findings, initiator: str | None = None
+) -> Team:
+    """The model of an ag2 GroupChat or GroupChatManager; `initiator` names the agent that says the task
+    (`initiator.initiate_chat(manager, message=task)`), by default a `user` outside the group."""
+    from autogen import GroupChatManager
+
+    manager = target if isinstance(target, GroupChatManager) else None
+    groupchat = manager.groupchat if manager is not None else target
+    title = manager.name if manager is not None else "chat_manager"
+    subject = f"group chat {title!r}"
+    agents = list(groupchat.agents)
+    names = [str(agent.name) for agent in agents]
+    pals = pal_names(names, {pal})
+    members = tuple(_member(agent, pals[str(agent.name)], subject, findings) for agent in agents)
+    if initiator is not None and initiator not in names:
+        raise ValueError(
+            f"the initiator {initiator!r} is not an agent of the group chat ({', '.join(names)})"
+        )
+    options: dict[str, Any] = {"initiator": initiator or OUTSIDE}
+    method = groupchat.speaker_selection_method
+    if callable(method):
+        path = function_path(method, subject, "speaker_selection_method", findings)
+        options["method"] = "callable" if path is not None else "auto"
+        options["func"] = path
+    else:
+        options["method"] = str(method).lower()
+    if options["method"] == "manual":
+        findings.add(
+            GROUP_CHAT_FEATURE,
+            subject,
+            "speaker_selection_method='manual' asks a person at the console; the program picks in round-robin "
+            "order instead, as ag2 does when the person gives no valid answer",
+        )
+        options["method"] = "round_robin"
+    if options["method"] == "auto":
+        options["select_prompt"] = (
+            groupchat.select_speaker_msg(agents) + "\n" + (groupchat.select_speaker_prompt(agents) or "")
+        )
+    options["transitions"], options["fallback"] = _transitions(groupchat, agents)
+    options["fallback"].setdefault(options["initiator"], [str(agent.name) for agent in agents])
+    options["termination"] = _termination(manager, subject, findings)
+    for flag, text in (
+        ("send_introductions", "send_introductions: the introduction message is not sent"),
+        ("enable_clear_history", "enable_clear_history: a 'clear history' request is not honoured"),
+    ):
+        if getattr(groupchat, flag, False):
+            findings.add(GROUP_CHAT_FEATURE, subject, text)
+    if getattr(groupchat, "eligibility_policies", None):
+        findings.add(GROUP_CHAT_FEATURE, subject, "eligibility_policies are not applied to the candidates")
+    if groupchat.func_call_filter and any(getattr(agent, "function_map", None) for agent in agents):
+        findings.add(
+            GROUP_CHAT_FEATURE,
+            subject,
+            "func_call_filter (pick the agent that can run a suggested function call) is not applied",
+        )
+    return Team(
+        name=pal,
+        title=str(title),
+        framework="ag2",
+        class_name=class_name(target),
+        source=source,
+        description="",
+        members=members,
+        policy=Policy(kind="ag2", options=options),
+        max_turns=int(groupchat.max_round),
+    )
+
+
+def _transitions(groupchat: Any, agents: list[Any]) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(allowed next speakers by last speaker, the candidates when none is allowed), in the group's order."""
+    repeat = groupchat.allow_repeat_speaker
+
+    def may_repeat(agent: Any) -> bool:
+        if isinstance(repeat, list):
+            return agent in repeat
+        return repeat is not False
+
+    allowed = groupchat.allowed_speaker_transitions_dict
+    transitions: dict[str, list[str]] = {}
+    fallback: dict[str, list[str]] = {OUTSIDE: [str(agent.name) for agent in agents]}
+    for last in agents:
+        pool = [agent for agent in agents if agent is not last or may_repeat(last)]
+        fallback[str(last.name)] = [str(agent.name) for agent in pool]
+        if last in allowed:
+            transitions[str(last.name)] = [str(agent.name) for agent in pool if agent in allowed[last]]
+    return transitions, fallback
+
+
+def _termination(manager: Any, subject: str, findings: Findings) -> str | None:
+    """`default` (content == "TERMINATE"), an import path, or None (not checked)."""
+    function = getattr(manager, "_is_termination_msg", None) if manager is not None else None
+    if function is None or _is_default_termination(function):
+        return "default"
+    path = function_path(function, subject, "is_termination_msg", findings)
+    return path
+
+
+def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
+    where = f"{subject}, agent {agent.name!r}"
+    common = {
+        "name": str(agent.name),
+        "pal": pal,
+        "description": str(getattr(agent, "description", "") or ""),
+        "class_name": class_name(agent),
+    }
+    from autogen import ConversableAgent
+
+    if not isinstance(agent, ConversableAgent):
+        reason = f"it is a {type(agent).__name__}, not a ConversableAgent"
+        findings.add(AGENT_FEATURE, where, reason)
+        return Member(kind=MemberKind.UNSUPPORTED, reason=reason, **common)
+    llm_config = getattr(agent, "llm_config", False)
+    if not llm_config:
+        return Member(kind=MemberKind.AG2_PYTHON, **common)
+    custom = [
+        entry["reply_func"].__name__
+        for entry in getattr(agent, "_reply_func_list", [])
+        if getattr(entry.get("reply_func"), "__module__", "").split(".")[0] != "autogen"
+    ]
+    if custom:
+        findings.add(
+            AGENT_FEATURE,
+            where,
+            f"its registered reply functions ({', '.join(custom)}) run only in ag2; the imported agent answers "
+            "through the model",
+        )
+    tools: list[Tool] = []
+    for tool in getattr(agent, "tools", []) or []:
+        read = _tool(tool, where, findings)
+        if read is not None:
+            tools.append(read)
+    return Member(
+        kind=MemberKind.LLM,
+        system_message=str(agent.system_message or "") or None,
+        tools=tuple(tools),
+        **common,
+    )
+
+
+def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
+    function = getattr(tool, "func", None) or getattr(tool, "_func", None)
+    subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
+    path, why = import_path(function) if callable(function) else (None, "it has no Python function")
+    if path is None:
+        findings.add(TOOL_WITHOUT_IMPORT_PATH, subject, f"its function cannot be imported by path: {why}")
+        return None
+    hints = typing.get_type_hints(function)
+    parameters = tuple(
+        (parameter.name, pal_type(hints.get(parameter.name)))
+        for parameter in inspect.signature(function).parameters.values()
+        if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
+    )
+    return Tool(
+        name=str(tool.name),
+        description=str(getattr(tool, "description", "") or ""),
+        path=path,
+        parameters=parameters,
+        returns=pal_type(hints.get("return")),
+    )
