@@ -368,6 +368,16 @@ class _Repairer:
             return actions
         final = actions[final_index]
         assert isinstance(final, YieldAction)
+        if final.target.kind is YieldKind.AGENT and self.context.in_meeting:
+            # `yld for agent 1001` in a meeting: that attendee answers in the meeting.
+            target = YieldTarget(kind=YieldKind.MEETING)
+            self.note(
+                "R09",
+                f"`yld agent {final.target.name or ''}`".replace(" `", "`")
+                + " in a meeting read as `yld meeting`",
+                final,
+            )
+            return [*actions[:final_index], replace(final, target=target), *actions[final_index + 1 :]]
         if final.target.kind is not YieldKind.UNKNOWN:
             return actions
         words = (final.target.name or "").strip()
