@@ -81,11 +81,12 @@ async def stages(program) -> dict[str, float]:
     results: dict[str, list[float]] = {"prompt build": [], "parse": [], "verify": []}
     for _ in range(300):
         t0 = time.perf_counter()
-        build_messages(execution, frame)
+        context = turn_context(execution, frame, flow)
+        build_messages(execution, frame, context=context)
         t1 = time.perf_counter()
         answer = parse_answer(text)
         t2 = time.perf_counter()
-        verify(answer, turn_context(execution, frame, flow))
+        verify(answer, context)
         t3 = time.perf_counter()
         results["prompt build"].append(t1 - t0)
         results["parse"].append(t2 - t1)

@@ -17,7 +17,7 @@ from runtime import fastpath
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import BudgetExceeded, MeetingOver, ProgramExit, RunError
-from runtime.models.base import ChatMessage, ModelRequest
+from runtime.models.base import ChatMessage, ModelRequest, RequestKind
 from runtime.state import Frame
 from runtime.turns import model_turn
 
@@ -128,6 +128,7 @@ async def run_raw(execution: Execution, playbook: Playbook) -> str:
     """A raw playbook: its description is the prompt (with `$variables` filled in); the answer is the result."""
     text = _fill(playbook.description, execution.agent.state.variables.snapshot())
     request = ModelRequest(
+        kind=RequestKind.RAW,
         messages=(ChatMessage(role="user", content=text),),
         max_tokens=execution.run.limits.max_answer_tokens,
         temperature=execution.run.limits.temperature,

@@ -514,6 +514,14 @@ class ProgramRun:
     def grammar_for(self, execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
         return self._grammar(execution, frame, flow) if self._grammar is not None else None
 
+    def trigger_check_grammar(self, triggers: tuple[str, ...]) -> str | None:
+        """The grammar of a trigger check, for a run whose model decodes under grammars (else None)."""
+        if self._grammar is None:
+            return None
+        from runtime.local.grammar import trigger_check_grammar
+
+        return trigger_check_grammar(triggers)
+
     def examples_for(self, execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
         return self._examples(execution, frame, flow) if self._examples is not None else None
 

@@ -7,8 +7,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pal_core.ir import Playbook
-from pal_core.writer import header, write_playbook
+from pal_core.builtins import SPEECH_CALLS
+from pal_core.contract.turn import CalleeKind, TurnContext
+from pal_core.writer import write_playbook
 from runtime.models.base import ChatMessage
 
 if TYPE_CHECKING:
@@ -26,15 +27,19 @@ exactly this format:
 recap – <one sentence: where things stand>
 plan – <one sentence: what you do now>
 `Step["<Playbook>:<Line>:<Code>"]` <inline call, if the step makes one, in backticks>
+`Step["<Playbook>:<Line>:CND"]` yes — <reason>   (or: no — <reason>; says whether the condition holds)
 `Var[$<name>, <JSON value>]`          (when a step sets a variable)
 trig? no                              (or trig? `Trigger["<Playbook>:T<n>:<Code>"]` when a trigger fires)
 yld <user|call|return|exit|meeting>   (the last line: why you stop)
 
 Rules the runtime checks before anything you write takes effect:
-- Start at the given line; never skip a line; follow CND bodies, JMP targets and loops exactly.
+- Start at the given line; never skip a line; follow CND bodies, JMP targets and loops exactly. After a \
+CND's `yes` the next step is the first of its body; after `no` it is the step after the body.
 - Use the exact `Playbook:Line:Code` of the program for every step.
 - Inline calls: `Say("user", "text")`, `Say("meeting", "text")`, `$x = Func($y, key="v")`. Arguments are \
 literals or $variables. Say may be used on any step; other calls only on QUE or EXE steps.
+- Call only what the step names or what is listed under "Playbooks you can call"; some of those need the \
+user's approval, which the runtime asks for.
 - Stop at a YLD step with the matching yld (YLD user -> yld user, YLD call -> yld call, YLD exit -> yld exit).
 - After QUE calls whose results you need, stop with yld call; the runtime runs them and calls you again.
 - RET: `Step["P:NN:RET"]` `Return[<value>]` `Var[$__, "<1-5 line summary>"]` then yld return.
@@ -53,10 +58,15 @@ def build_messages(
     execution: Execution,
     frame: Frame,
     *,
+    context: TurnContext,
     settings: PromptSettings = PromptSettings(),
     examples: str | None = None,
 ) -> list[ChatMessage]:
-    """The system and user messages for continuing `frame` at its current line."""
+    """The system and user messages for continuing `frame` at its current line. What the model may call and
+    which triggers exist come from the turn's description (`context`), the one the verifier checks against.
+    The parts that stay the same for the whole playbook come first (the agent, the playbook, what it can call,
+    the triggers, the example answers), then what changes every turn (state, log, messages, the task), so a
+    model that reuses an evaluated prompt prefix reuses most of it."""
     agent = execution.agent
     playbook = frame.playbook
     named = f", named {agent.display_name}" if agent.display_name else ""
@@ -64,12 +74,14 @@ def build_messages(
     if agent.ir.description:
         parts.append(agent.ir.description)
     parts.append("## The playbook you are executing\n```pal\n" + write_playbook(playbook).rstrip() + "\n```")
-    callable_lines = _callables(execution, playbook)
+    callable_lines = _callables(context)
     if callable_lines:
         parts.append("## Playbooks you can call\n" + "\n".join(callable_lines))
-    triggers = _triggers(execution)
+    triggers = _triggers(context)
     if triggers:
         parts.append("## Triggers\n" + "\n".join(triggers))
+    if examples:
+        parts.append("## Example answers (format only; use the real lines of the program)\n" + examples)
     parts.append("## State\n" + _state(execution, frame, settings))
     log = agent.state.session_log.tail(settings.session_log_lines)
     if log:
@@ -82,8 +94,6 @@ def build_messages(
                 for message in agent.unread
             )
         )
-    if examples:
-        parts.append("## Example answers (format only; use the real lines of the program)\n" + examples)
     step = frame.flow.by_line.get(frame.line) if frame.flow is not None else None
     current = (
         f"`{step.line}:{step.opcode} {step.text}`".replace(" `", "`") if step is not None else frame.line
@@ -95,40 +105,32 @@ def build_messages(
     return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n\n".join(parts))]
 
 
-def _callables(execution: Execution, running: Playbook) -> list[str]:
+def _callables(context: TurnContext) -> list[str]:
+    """What the model may call on its own: every callee but the running playbook, the speech builtins (in
+    the format above) and what only steps may call."""
     lines: list[str] = []
-    agent = execution.agent
-    for playbook in agent.playbooks.values():
-        if playbook.name == running.name:
+    builtins: list[str] = []
+    for callee in context.callees.values():
+        if callee.name == context.playbook.name or not callee.model_callable or callee.name in SPEECH_CALLS:
             continue
-        lines.append(f"- {_signature(playbook)}{_summary(playbook)}")
-    for other in execution.run.program.agents:
-        if other.name == agent.klass:
+        approval = " (needs the user's approval)" if callee.requires_approval else ""
+        if callee.kind is CalleeKind.BUILTIN:
+            builtins.append(callee.signature)
             continue
-        instance = execution.run.instance_by_class(other.name)
-        playbooks = instance.playbooks.values() if instance is not None else other.playbooks
-        for playbook in playbooks:
-            if playbook.public:
-                lines.append(f"- {other.name}.{_signature(playbook)}{_summary(playbook)}")
+        signature = callee.signature or callee.name
+        summary = f": {callee.summary}" if callee.summary else ""
+        lines.append(f"- {signature}{summary}{approval}")
+    if builtins:
+        lines.append("- builtins: " + ", ".join(builtins))
     return lines
 
 
-def _signature(playbook: Playbook) -> str:
-    return header(playbook).removeprefix("## ")
-
-
-def _summary(playbook: Playbook) -> str:
-    first = playbook.description.strip().split("\n", 1)[0] if playbook.description else ""
-    return f": {first}" if first else ""
-
-
-def _triggers(execution: Execution) -> list[str]:
-    lines = []
-    for playbook in execution.agent.playbooks.values():
-        for trigger in playbook.triggers:
-            if trigger.code != "BGN":
-                lines.append(f'- `Trigger["{playbook.name}:{trigger.id}:{trigger.code}"]` {trigger.text}')
-    return lines
+def _triggers(context: TurnContext) -> list[str]:
+    return [
+        f'- `Trigger["{ref}"]` {info.text}'
+        for ref, info in context.triggers.items()
+        if info.ref.code != "BGN"
+    ]
 
 
 def _state(execution: Execution, frame: Frame, settings: PromptSettings) -> str:

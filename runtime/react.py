@@ -15,7 +15,7 @@ from pal_core.contract.model import ReturnAction, StepAction, VarAction
 from pal_core.ir import ArgKind, Call, Playbook, YieldKind
 from runtime.calls import invoke_call
 from runtime.errors import RunError
-from runtime.models.base import ChatMessage, ModelRequest
+from runtime.models.base import ChatMessage, ModelRequest, RequestKind
 from runtime.prompt import SYSTEM
 from runtime.values import coerce
 
@@ -46,6 +46,7 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
     failures = 0
     for _ in range(run.limits.max_react_rounds):
         request = ModelRequest(
+            kind=RequestKind.REACT,
             messages=tuple(messages),
             max_tokens=run.limits.max_answer_tokens,
             temperature=run.limits.temperature,

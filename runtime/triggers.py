@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pal_core.contract import ContractSyntaxError, TriggerAction, parse_answer
 from pal_core.ir import Call, Playbook, Trigger
 from runtime.calls import invoke_call
-from runtime.models.base import ChatMessage, ModelRequest
+from runtime.models.base import ChatMessage, ModelRequest, RequestKind
 from runtime.values import NotEvaluable, evaluate, referenced_variables
 
 if TYPE_CHECKING:
@@ -109,6 +109,8 @@ async def check_message_triggers(execution: Execution) -> None:
         'trig? no   (or: trig? `Trigger["<Playbook>:T<n>:<Code>"]`)\nyld call'
     )
     request = ModelRequest(
+        kind=RequestKind.TRIGGERS,
+        grammar=execution.run.trigger_check_grammar(tuple(known)),
         messages=(ChatMessage(role="user", content=prompt),),
         max_tokens=64,
         temperature=execution.run.limits.temperature,

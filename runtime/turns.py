@@ -58,7 +58,9 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
     """Ask the model to continue the frame; apply the verified answer; return how it yields."""
     run = execution.run
     context = turn_context(execution, frame, flow)
-    messages = build_messages(execution, frame, examples=run.examples_for(execution, frame, flow))
+    messages = build_messages(
+        execution, frame, context=context, examples=run.examples_for(execution, frame, flow)
+    )
     attempts = 0
     while True:
         request = ModelRequest(

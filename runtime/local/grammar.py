@@ -346,3 +346,10 @@ class _GrammarBuilder:
         lists = self._value(ValueKind.LIST)
         objects = self._value(ValueKind.OBJECT)
         return rules.define("v-any", f"{scalar} | {lists} | {objects}")
+
+
+def trigger_check_grammar(triggers: tuple[str, ...]) -> str:
+    """The GBNF grammar of a trigger check (RequestKind.TRIGGERS): `trig? no`, or one of `triggers`
+    (`Playbook:T1:CND`) fired, then `yld call`."""
+    options = [literal("trig? no"), *(literal(f'trig? `Trigger["{ref}"]`') for ref in triggers)]
+    return f"root ::= {alternatives(options)} {literal(chr(10) + 'yld call')}\n"

@@ -12,6 +12,7 @@ from runtime.models.base import (
     ModelNotAvailable,
     ModelRequest,
     ModelResponse,
+    RequestKind,
     Usage,
 )
 from runtime.models.limits import (
@@ -36,7 +37,7 @@ from runtime.models.registry import (
     unregister_model_prefix,
 )
 from runtime.models.replay import CassetteError, CassetteRecord, ReplayModel, read_cassette
-from runtime.models.scripted import ScriptedModel
+from runtime.models.scripted import ScriptedAnswer, ScriptedModel
 
 __all__ = [
     "CallLimiter",
@@ -56,6 +57,8 @@ __all__ = [
     "ModelSpecError",
     "ModelTimeout",
     "ReplayModel",
+    "RequestKind",
+    "ScriptedAnswer",
     "ScriptedModel",
     "Usage",
     "complete_within",

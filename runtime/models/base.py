@@ -10,9 +10,24 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 from pal_core.errors import PalError
+
+
+class RequestKind(StrEnum):
+    """What the runtime asks a model for."""
+
+    TURN = "turn"
+    """Execute a fragment of a playbook (the line contract of seeds 003/004)."""
+    TRIGGERS = "triggers"
+    """Judge whether new messages fire one of the agent's natural-language triggers: `trig? ...` then
+    `yld call`. Asked after messages arrive, between turns."""
+    RAW = "raw"
+    """A raw playbook: its description is the prompt, the answer is the result."""
+    REACT = "react"
+    """A react playbook's round: call playbooks or answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,6 +58,8 @@ class ModelRequest:
     """Sampling seed, for models that support one."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
     """Free-form context for models and recorders (agent, playbook, line); never sent to a provider."""
+    kind: RequestKind = RequestKind.TURN
+    """What is asked for (scripted models check that their next answer is for this kind of request)."""
 
     def prompt_hash(self) -> str:
         """A stable hash of what determines the answer: the messages and sampling settings (not metadata)."""

@@ -1,20 +1,36 @@
 """ScriptedModel: a deterministic model for tests and demos; answers from a list, or from a function of the
-request. It keeps every request it received so a test can check the prompts."""
+request. It keeps every request it received so a test can check the prompts.
+
+Every request has a kind (runtime.models.base.RequestKind). A trigger check (asked after messages arrive,
+between playbook turns) must be answered by an answer meant for one — `ScriptedAnswer(text, kind="triggers")`,
+or `{"kind": "triggers", "text": ...}` in a JSONL file — and such an answer answers nothing else: a script that
+did not expect the check stops with an error saying so, instead of silently going out of step."""
 
 from __future__ import annotations
 
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.models.base import ModelError, ModelRequest, ModelResponse
+from runtime.models.base import ModelError, ModelRequest, ModelResponse, RequestKind
 
 AnswerFunction = Callable[[ModelRequest], "str | Awaitable[str]"]
 """A function that answers a request, plain or async."""
 
 PROMPT_TAIL_CHARS = 400
 """How much of the prompt's end an exhaustion error shows."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedAnswer:
+    """One scripted answer with the kind of request it is for (None: any request but a trigger check)."""
+
+    text: str
+    """The answer."""
+    kind: RequestKind | None = None
+    """The request kind it answers."""
 
 
 class ScriptedModel:
@@ -24,21 +40,32 @@ class ScriptedModel:
     many answers there were and showing the end of the prompt, so a failing test shows where it stopped.
     """
 
-    def __init__(self, answers: Sequence[str] | AnswerFunction, *, name: str = "scripted") -> None:
+    def __init__(
+        self, answers: Sequence[str | ScriptedAnswer] | AnswerFunction, *, name: str = "scripted"
+    ) -> None:
         if isinstance(answers, str | bytes):
             raise TypeError(
                 f"ScriptedModel takes a list of answers or a function, not one {type(answers).__name__}; "
                 f"write ScriptedModel([{answers!r}])"
             )
         self._function: AnswerFunction | None = None
-        self._answers: tuple[str, ...] = ()
+        self._answers: tuple[ScriptedAnswer, ...] = ()
         if callable(answers):
             self._function = answers
         elif isinstance(answers, Sequence):
+            scripted: list[ScriptedAnswer] = []
             for index, answer in enumerate(answers):
-                if not isinstance(answer, str):
-                    raise TypeError(f"ScriptedModel answer {index} is a {type(answer).__name__}, not a str")
-            self._answers = tuple(answers)
+                if isinstance(answer, str):
+                    scripted.append(ScriptedAnswer(answer))
+                elif isinstance(answer, ScriptedAnswer):
+                    scripted.append(
+                        ScriptedAnswer(answer.text, RequestKind(answer.kind) if answer.kind else None)
+                    )
+                else:
+                    raise TypeError(
+                        f"ScriptedModel answer {index} is a {type(answer).__name__}, not a str or ScriptedAnswer"
+                    )
+            self._answers = tuple(scripted)
         else:
             raise TypeError(
                 f"ScriptedModel takes a list of answers or a function, not a {type(answers).__name__}"
@@ -54,7 +81,7 @@ class ScriptedModel:
             lines = file.read_text(encoding="utf-8").splitlines()
         except OSError as exc:
             raise ModelError(f"cannot read scripted answers from {file}: {exc.strerror or exc}") from exc
-        answers: list[str] = []
+        answers: list[ScriptedAnswer] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -66,7 +93,11 @@ class ScriptedModel:
                 raise ModelError(
                     f'{file}:{number}: expected an object with a string "text", got {line[:80]!r}'
                 )
-            answers.append(record["text"])
+            kind = record.get("kind")
+            if kind is not None and kind not in set(RequestKind):
+                known = ", ".join(item.value for item in RequestKind)
+                raise ModelError(f'{file}:{number}: "kind" must be one of {known}, not {kind!r}')
+            answers.append(ScriptedAnswer(record["text"], RequestKind(kind) if kind else None))
         return cls(answers, name=name if name is not None else f"scripted:{file}")
 
     @property
@@ -98,10 +129,25 @@ class ScriptedModel:
         if self._function is None:
             if call > len(self._answers):
                 raise ModelError(
-                    f"{self._name} ran out of answers: it had {len(self._answers)} and this is call {call}; "
+                    f"{self._name} ran out of answers: it had {len(self._answers)} and this is call {call} "
+                    f"({request.kind.value}); the prompt ended with:\n{_prompt_tail(request)}"
+                )
+            answer = self._answers[call - 1]
+            meant = answer.kind
+            fits = meant is request.kind or (meant is None and request.kind is not RequestKind.TRIGGERS)
+            if not fits:
+                wanted = (
+                    "a trigger check"
+                    if request.kind is RequestKind.TRIGGERS
+                    else f"a {request.kind.value} request"
+                )
+                raise ModelError(
+                    f"{self._name}: call {call} is {wanted}, but scripted answer {call} is for "
+                    f"{'a trigger check' if meant is RequestKind.TRIGGERS else (meant.value if meant else 'a playbook turn')}"
+                    f' (in a JSONL file, mark trigger-check answers {{"kind": "triggers", "text": ...}}); '
                     f"the prompt ended with:\n{_prompt_tail(request)}"
                 )
-            return ModelResponse(text=self._answers[call - 1], model=self._name)
+            return ModelResponse(text=answer.text, model=self._name)
         answer = self._function(request)
         if inspect.isawaitable(answer):
             answer = await answer
