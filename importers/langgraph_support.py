@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import inspect
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pal_core.errors import PalError
+from runtime.module_path import resolve
 
 END = "__end__"
 """LangGraph's END node name, which routes use for 'the graph is done'."""
@@ -127,11 +127,8 @@ def _keys(schema: Mapping[str, Any], name: str, default: tuple[str, ...]) -> tup
 
 @functools.lru_cache(maxsize=512)
 def _resolve_path(path: str) -> Any:
-    module_name, _, qualname = path.partition(":")
-    value: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    return value
+    # The program's folder is on the path already: its agents bound their nodes when they started.
+    return resolve(path)
 
 
 def _resolve(path: Any, what: str) -> Any:
