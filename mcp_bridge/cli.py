@@ -14,6 +14,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from runtime.commands.options import count, port, seconds
+
 if TYPE_CHECKING:
     from pal_core.ir import Program
     from runtime.models.base import Model
@@ -35,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb or .md program")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="HTTP port; 0 picks a free one (default: 8000)")
+    serve.add_argument(
+        "--port", type=port, default=8000, help="HTTP port; 0 picks a free one (default: 8000)"
+    )
     serve.add_argument(
         "--token",
         help=f"HTTP only: require `Authorization: Bearer TOKEN` (default: ${TOKEN_ENV} when set)",
@@ -47,8 +51,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default: $PAL_MODEL, else none (fast-path and Python playbooks only)",
     )
     serve.add_argument("--name", help="server name shown to clients (default: the file name)")
-    serve.add_argument("--max-model-calls", type=int, default=200, metavar="N", help="per tool call")
-    serve.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per model call")
+    serve.add_argument(
+        "--max-model-calls",
+        type=count,
+        default=200,
+        metavar="N",
+        help="model calls each tool call may make (default: 200)",
+    )
+    serve.add_argument(
+        "--timeout",
+        type=seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="seconds one model call may take (default: 120)",
+    )
     config = actions.add_parser(
         "config",
         help="print the Claude Desktop `mcpServers` entry for the program",
@@ -119,12 +135,6 @@ def _serve(args: argparse.Namespace) -> int:
 def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
     if args.transport == "stdio" and args.token is not None:
         return "--token applies to --transport http (stdio is private to the client that starts the server)"
-    if not 0 <= args.port <= 65535:
-        return f"--port must be between 0 and 65535, got {args.port}"
-    if args.max_model_calls < 0:
-        return f"--max-model-calls must not be negative, got {args.max_model_calls}"
-    if not args.timeout > 0:
-        return f"--timeout must be a positive number of seconds, got {args.timeout}"
     if token is not None and not token.strip():
         return "the bearer token is empty"
     return None
