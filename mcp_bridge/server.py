@@ -145,6 +145,11 @@ class PlaybookServer:
             arguments = check_arguments(
                 tool.playbook, arguments or {}, label=tool.name, schema=tool.input_schema
             )
+            if tool.arguments_parameter is not None:
+                # The whole arguments object is one parameter (an imported graph's input state).
+                arguments = check_arguments(
+                    tool.playbook, {tool.arguments_parameter: arguments}, label=tool.name
+                )
         except InputError as error:
             return tool_error(str(error))
         try:

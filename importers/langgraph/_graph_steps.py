@@ -30,12 +30,14 @@ from importers.langgraph._model import END, START, Graph, InputView, Node, NodeK
 from importers.langgraph._paths import camel_case
 from importers.langgraph._steps import StepList, literal
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
+from runtime.schema import json_schema_for_type
 
 if TYPE_CHECKING:
     from importers.langgraph._emit import ProgramWriter
 
 _END_LABEL = "end"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_]+")
+_TOOL_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,7 +98,7 @@ class GraphSteps:
             parameters=(Parameter(name="input", type="dict"),),
             returns="dict",
             description=description,
-            metadata=Metadata() if top_level else Metadata(public=True),
+            metadata=_entry_metadata(self.graph, top_level=top_level),
             triggers=(Trigger(id="T1", code="BGN", text="At the beginning"),) if top_level else (),
             steps=steps.build(),
         )
@@ -351,6 +353,22 @@ class GraphSteps:
             body.jump(_label(block))
             keyword = "If" if index == 0 else "Else if"
             self.steps.branch(f"{keyword} $route == {literal(target)}", body)
+
+
+def _entry_metadata(graph: Graph, *, top_level: bool) -> Metadata:
+    """The imported graph's `Invoke` is public and served over MCP as one tool named after the graph,
+    whose arguments are the input state (`pal mcp serve`); a subgraph's `Invoke` is public so its parent
+    can call it, and kept out of the tool list."""
+    if not top_level:
+        return Metadata(public=True, extra={"mcp": {"tool": False}})
+    properties = {
+        channel.key: json_schema_for_type(channel.type)
+        for channel in graph.channels
+        if channel.key in graph.input_keys
+    }
+    schema = {"type": "object", "properties": properties}
+    tool = _TOOL_NAME_RE.sub("_", graph.name).strip("_")[:64] or "graph"
+    return Metadata(public=True, extra={"mcp": {"tool": tool, "arguments": "input", "input_schema": schema}})
 
 
 def _label(block: int) -> object:
