@@ -211,3 +211,24 @@ def test_pal_run_input_takes_an_empty_state(tmp_path: Path) -> None:
     result = run_pal("run", str(program), "--input", "{}", "--quiet", *no_model(tmp_path), cwd=REPO)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == graph.invoke({}) == {"count": 1, "note": "counted"}
+
+
+@pytest.mark.slow
+def test_langchain_messages_in_the_result_are_json_objects(tmp_path: Path) -> None:
+    """`pal run --input` prints messages as the objects LangChain dumps, not `HumanMessage(content=...)`."""
+    pytest.importorskip("langgraph")
+    from tests.fixtures.langgraph.chat import INPUTS, graph
+
+    program = tmp_path / "chat.pal"
+    program.write_text(write(import_target("tests.fixtures.langgraph.chat:graph").program), "utf-8")
+    state = INPUTS[0]
+    result = run_pal(
+        "run", str(program), "--input", json.dumps(state), "--quiet", *no_model(tmp_path), cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr
+    expected = {"messages": [m.model_dump(mode="json") for m in graph.invoke(state)["messages"]]}
+    assert json.loads(result.stdout) == expected
+    assert [(m["type"], m["content"]) for m in expected["messages"]] == [
+        ("human", "hello"),
+        ("ai", "you said: hello"),
+    ]
