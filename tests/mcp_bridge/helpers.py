@@ -39,3 +39,19 @@ def mcp_server_time() -> str | None:
     if local.is_file():
         return str(local)
     return shutil.which("mcp-server-time")
+
+
+EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
+"""The MCP reference server the Makefile's `peers` target installs into .venvs/server-everything."""
+
+
+def mcp_server_everything() -> str | None:
+    """The `mcp-server-everything` executable: $PAL_TEST_MCP_EVERYTHING, the one `make peers` installs, or
+    PATH."""
+    configured = os.environ.get("PAL_TEST_MCP_EVERYTHING")
+    if configured:
+        return configured
+    local = REPO / ".venvs" / "server-everything" / "node_modules" / ".bin" / "mcp-server-everything"
+    if local.is_file():
+        return str(local)
+    return shutil.which("mcp-server-everything")

@@ -1,8 +1,9 @@
 """A real third-party client, the MCP Inspector CLI (npm @modelcontextprotocol/inspector 0.15, Node 20),
 lists and calls our tools over stdio and HTTP.
 
-The inspector is found through $PAL_TEST_MCP_INSPECTOR (a command), `mcp-inspector` on PATH (.ci/run
-installs it), or else `npx --yes @modelcontextprotocol/inspector@0.15.0`; without npx the tests are skipped.
+The inspector is found through $PAL_TEST_MCP_INSPECTOR (a command), .venvs/inspector (`make peers` installs
+it), `mcp-inspector` on PATH, or else `npx --yes @modelcontextprotocol/inspector@0.15.0`; without npx the
+tests are skipped.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_bridge.server import PlaybookServer
 from mcp_bridge.transports import serving_http
 from pal_core.parser import parse_file
-from tests.mcp_bridge.helpers import MCP_FIXTURES, PAL
+from tests.mcp_bridge.helpers import MCP_FIXTURES, PAL, REPO
 
 INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector@0.15.0"
 
@@ -36,6 +37,9 @@ def _inspector() -> list[str] | None:
     configured = os.environ.get("PAL_TEST_MCP_INSPECTOR")
     if configured:
         return shlex.split(configured)
+    local = REPO / ".venvs" / "inspector" / "node_modules" / ".bin" / "mcp-inspector"
+    if local.is_file():
+        return [str(local)]  # what `make peers` installs
     installed = shutil.which("mcp-inspector")
     if installed:
         return [installed]
