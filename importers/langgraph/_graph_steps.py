@@ -238,9 +238,11 @@ class GraphSteps:
                 self._reply(node, _update_variable(node))
             writes = ", ".join(f"[{literal(node)}, {_update_variable(node)}]" for node in queued)
             steps.add("EXE", f"$writes:list = [{writes}]")
-            for task in block.tasks:
-                if task.pushed:
-                    self._send_loop(task)
+            pushed = [task for task in block.tasks if task.pushed]
+            if len(pushed) == 1:
+                self._send_loop(pushed[0])
+            elif pushed:
+                self._packet_loop(pushed)
             steps.add(
                 "EXE", f"$state:dict = {helper('apply_writes')}(state=$state, writes=$writes, schema=$schema)"
             )
@@ -290,6 +292,26 @@ class GraphSteps:
         self.steps.label(loop)
         self.steps.branch("While $sends != []", body)
 
+    def _packet_loop(self, tasks: list[Task]) -> None:
+        """Send tasks to several nodes: `$sends` holds [node, input] pairs in LangGraph's order, and each
+        runs its node, writing after the others of the superstep."""
+        body = StepList()
+        body.add("EXE", "$packet_node:str = $sends[0][0]")
+        body.add("EXE", "$packet = $sends[0][1]")
+        body.add("EXE", "$sends:list = $sends[1:]")
+        for index, task in enumerate(tasks):
+            branch = StepList()
+            if self._queue(task.node, "$packet", "$update", branch):
+                branch.add("YLD", "call")
+                self._reply(task.node, "$update", branch)
+                branch.add("EXE", f"$writes:list = $writes + [[{literal(task.node)}, $update]]")
+            keyword = "If" if index == 0 else "Else if"
+            body.branch(f"{keyword} $packet_node == {literal(task.node)}", branch)
+        loop = ("send", "+".join(task.node for task in tasks))
+        body.jump(loop)
+        self.steps.label(loop)
+        self.steps.branch("While $sends != []", body)
+
     # --- ways out of a block ---------------------------------------------------------------------
 
     def _exit(self, exit_: Exit, *, next_block: int) -> None:
@@ -305,8 +327,16 @@ class GraphSteps:
                 steps.jump(_END_LABEL)
             return
         if exit_.kind is ExitKind.COMMAND:
-            helper = self.agent.helper("command_goto")
-            steps.add("EXE", f"$route:str = {helper}(update=$update, node={literal(exit_.node)})")
+            if exit_.several:
+                order = literal([node for node in self.graph.nodes[exit_.node].command_ends if node != END])
+                helper = self.agent.helper("command_gotos")
+                steps.add(
+                    "EXE",
+                    f"$route:list = {helper}(update=$update, node={literal(exit_.node)}, order={order})",
+                )
+            else:
+                helper = self.agent.helper("command_goto")
+                steps.add("EXE", f"$route:str = {helper}(update=$update, node={literal(exit_.node)})")
             self._branches(exit_.choices, router=None)
             body = StepList()
             body.jump(_label(exit_.following))
@@ -314,10 +344,10 @@ class GraphSteps:
             return
         if exit_.router is None:
             raise ValueError("a router exit without its router")
-        self._route(exit_.router)
+        self._route(exit_.router, several=exit_.several)
         self._branches(exit_.choices, router=exit_.router)
 
-    def _route(self, router: Router) -> None:
+    def _route(self, router: Router, *, several: bool = False) -> None:
         helper = self.agent.helper
         steps = self.steps
         if router.state_key is not None:
@@ -335,24 +365,35 @@ class GraphSteps:
             steps.add("EXE", f"$result = {self._router_playbook(router)}({parameter}={argument})")
         else:
             raise ValueError("a router without an import path has no route step")
-        ends = _ends_literal(router, tuple(self.graph.nodes))
-        arguments = f"result=$result, node={literal(router.source)}, ends={ends}"
+        nodes = tuple(self.graph.nodes)
+        arguments = f"result=$result, node={literal(router.source)}, ends={_ends_literal(router, nodes)}"
         if router.may_send:
             arguments += ", sends=True"
-        steps.add("EXE", f"$route:str = {helper('destination')}({arguments})")
+        if several:
+            order = [target for target in router.targets(nodes) if target != END]
+            steps.add("EXE", f"$route:list = {helper('destinations')}({arguments}, order={literal(order)})")
+        else:
+            steps.add("EXE", f"$route:str = {helper('destination')}({arguments})")
 
-    def _branches(self, choices: tuple[tuple[str, int], ...], *, router: Router | None) -> None:
+    def _branches(
+        self, choices: tuple[tuple[str | tuple[str, ...], int], ...], *, router: Router | None
+    ) -> None:
         for index, (target, block) in enumerate(choices):
             body = StepList()
-            if router is not None and router.may_send and target != END:
-                body.add(
-                    "EXE",
-                    f"$sends:list = {self.agent.helper('send_args')}(result=$result, node={literal(target)}, "
-                    "state=$state)",
-                )
+            if router is not None and router.may_send and target not in (END, ()):
+                body.add("EXE", f"$sends:list = {self._sends(target)}")
             body.jump(_label(block))
             keyword = "If" if index == 0 else "Else if"
-            self.steps.branch(f"{keyword} $route == {literal(target)}", body)
+            shown = literal(list(target)) if isinstance(target, tuple) else literal(target)
+            self.steps.branch(f"{keyword} $route == {shown}", body)
+
+    def _sends(self, target: str | tuple[str, ...]) -> str:
+        """The call that gives the inputs of the Send tasks of a route: one node's, or several nodes'."""
+        if isinstance(target, str) or len(target) == 1:
+            node = target if isinstance(target, str) else target[0]
+            return f"{self.agent.helper('send_args')}(result=$result, node={literal(node)}, state=$state)"
+        nodes = literal(list(target))
+        return f"{self.agent.helper('send_packets')}(result=$result, nodes={nodes}, state=$state)"
 
 
 def _entry_metadata(graph: Graph, *, top_level: bool) -> Metadata:
