@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve the program's public playbooks as MCP tools",
         description="Serve every public playbook (markdown and Python) of a program as an MCP tool.",
     )
-    serve.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb or .md program")
+    serve.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json program")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
     serve.add_argument(

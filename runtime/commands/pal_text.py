@@ -14,7 +14,9 @@ from pal_core.sources import SourceForm, load_program, program_from_text, source
 
 
 def _add_validate(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help=".pal, .pbasm, .pb or .md files")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help=".pal, .pbasm, .pb or .md files, or .json (pal json output)"
+    )
     parser.add_argument("--no-warnings", action="store_true", help="print errors only")
     parser.add_argument("--no-source", action="store_true", help="do not show the marked source line")
 
@@ -31,14 +33,18 @@ def _add_compile(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", nargs="?", metavar="FILE", help=".pal, .pbasm, .pb or .md file")
+    parser.add_argument("source", nargs="?", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json file")
     parser.add_argument("--schema", action="store_true", help="print the JSON Schema of the JSON form")
     parser.add_argument("--compact", action="store_true", help="one line")
 
 
 def _add_graph(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="FILE", help=".pal, .pbasm, .pb or .md file")
-    parser.add_argument("playbook", nargs="?", help="playbook name, or Agent.Playbook (default: the first)")
+    parser.add_argument("source", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json file")
+    parser.add_argument(
+        "playbook",
+        nargs="?",
+        help="playbook name, or Agent.Playbook when two agents share it (default: the first playbook)",
+    )
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {

@@ -15,7 +15,7 @@ from runtime.commands.options import count, seconds
 
 def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "program", metavar="FILE", help=".pal, .pbasm, .pb or .md program (or `pal json` output)"
+        "program", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json (pal json output) program"
     )
     parser.add_argument(
         "--model",
