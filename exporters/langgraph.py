@@ -35,8 +35,8 @@ from pal_core.errors import PalError
 from pal_core.ir import Playbook, Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
-from runtime.schema import JsonSchema, input_schema, json_schema_for_type, schema_problems
-from runtime.values import coerce
+from runtime.inputs import InputError, check_arguments
+from runtime.schema import JsonSchema, input_schema, json_schema_for_type
 
 if TYPE_CHECKING:
     from runtime.humans import HumanInput
@@ -133,8 +133,6 @@ class NodeBinding:
     its name (as `pal run --input` binds a JSON object); None otherwise."""
     required: tuple[str, ...]
     """The parameters without a default."""
-    types: Mapping[str, str | None]
-    """Each parameter's declared type, for coercing the values read (`4.0` for an int is 4)."""
     output_key: str | None
     """The state key the result is written to; None: the result is the update itself."""
     user_messages_key: str | None
@@ -208,7 +206,6 @@ class NodeBinding:
                 else None
             ),
             required=tuple(p.name for p in playbook.parameters if p.default is None),
-            types={p.name: p.type for p in playbook.parameters},
             output_key=output_key,
             user_messages_key=user_messages_key,
             schema=input_schema(playbook),
@@ -234,14 +231,13 @@ class NodeBinding:
                 arguments = {self.whole_state_parameter: self._whole_state(state)}
             else:
                 raise ExportError(self._missing_message(state, missing))
-        problems = schema_problems(arguments, self.schema)
-        if problems:
+        try:
+            return check_arguments(self.playbook, arguments, schema=self.schema)
+        except InputError as error:
             raise ExportError(
-                f"node {self.node!r} cannot run {self.qualified_name} on this state: {'; '.join(problems)}"
-                f"{self._sources()}"
-            )
-        types = self.types
-        return {name: coerce(value, types[name]) for name, value in arguments.items()}
+                f"node {self.node!r} cannot run {self.qualified_name} on this state: "
+                f"{'; '.join(error.problems)}{self._sources()}"
+            ) from None
 
     def _whole_state(self, state: Any) -> dict[str, Any]:
         try:
@@ -437,11 +433,10 @@ def _tool_arguments(
 ) -> dict[str, Any]:
     from langchain_core.tools import ToolException
 
-    problems = schema_problems(arguments, schema)
-    if problems:
-        raise ToolException(f"tool {tool_name!r}: {'; '.join(problems)}")
-    types = {parameter.name: parameter.type for parameter in embedded.playbook.parameters}
-    return {key: coerce(value, types.get(key)) for key, value in arguments.items()}
+    try:
+        return check_arguments(embedded.playbook, arguments, schema=schema)
+    except InputError as error:
+        raise ToolException(f"tool {tool_name!r}: {'; '.join(error.problems)}") from None
 
 
 def _tool_result(outcome: CallOutcome) -> Any:

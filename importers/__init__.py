@@ -12,13 +12,13 @@ Other importers register here with `register_importer(name, function)`.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pal_core.errors import PalError, Severity
 from pal_core.ir import Program
+from runtime.module_path import import_module
 from runtime.plugins import NamedRegistry
 
 
@@ -112,7 +112,8 @@ def load_target(target: str) -> Any:
             f"target {target!r} must be written module:attribute, such as myapp.graphs:graph"
         )
     try:
-        value: Any = importlib.import_module(module_name)
+        # Looked up as bound modules are (runtime.module_path): the current directory first.
+        value: Any = import_module(module_name)
     except ImportError as error:
         raise ImportTargetError(
             f"target {target!r}: cannot import module {module_name!r}: {error}"

@@ -4,14 +4,14 @@ Registered with the `pal` CLI through the `pal_bridge.commands` entry point (the
 this package).
 
 The importer (importers.get_importer) is loaded only when the command runs, so building the CLI parser
-loads no framework. The current directory is importable, as with `python -m`, so `myapp.graphs:graph`
-works from the project's root.
+loads no framework. The target is looked up as every command looks up bound modules
+(runtime.module_path): the current directory first, as with `python -m`, so `myapp.graphs:graph` works from
+the project's root; `pal run` finds it the same way, and also beside the program file.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -54,8 +54,6 @@ def run_import(args: argparse.Namespace) -> int:
     from pal_core.validate import validate
     from pal_core.writer import write
 
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
         importer = get_importer(args.framework)
     except UnknownImporter as error:

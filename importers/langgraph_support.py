@@ -11,7 +11,9 @@ the graph's own node and router functions by import path and call these helpers,
   value in with its reducer (`Overwrite` bypasses it), exactly in LangGraph's order (nodes triggered by
   edges by name, then `Send` tasks in the order they were sent).
 - `destination`, `command_goto`, `send_args`: a router's or a `Command`'s destination as one route name
-  the playbook branches on, and the inputs of a `Send` fan-out's tasks.
+  the playbook branches on, and the inputs of a `Send` fan-out's tasks; `destinations`, `command_gotos`,
+  `send_packets`: the same for a route that may name several nodes at once (a list of names, compared
+  whole, and [node, input] pairs).
 - `state_view`: the state as a node declared it (a key subset, or a pydantic model / dataclass).
 - `resume_node`, `is_interrupted`, `interrupt_question`, `add_answer`: a node that calls `interrupt()`, re-run with the
   human's answers so far, the way LangGraph resumes it.
@@ -30,13 +32,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 import inspect
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pal_core.errors import PalError
+from runtime.module_path import resolve
 
 END = "__end__"
 """LangGraph's END node name, which routes use for 'the graph is done'."""
@@ -127,11 +129,8 @@ def _keys(schema: Mapping[str, Any], name: str, default: tuple[str, ...]) -> tup
 
 @functools.lru_cache(maxsize=512)
 def _resolve_path(path: str) -> Any:
-    module_name, _, qualname = path.partition(":")
-    value: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    return value
+    # The program's folder is on the path already: its agents bound their nodes when they started.
+    return resolve(path)
 
 
 def _resolve(path: Any, what: str) -> Any:
@@ -350,6 +349,71 @@ def destination(result: Any, node: str, ends: Any = None, sends: bool = False) -
             "follows one destination per route (or one Send fan-out)"
         )
     return unique[0]
+
+
+def destinations(
+    result: Any, node: str, ends: Any = None, sends: bool = False, order: list | None = None
+) -> list:
+    """Every destination a router's result names, for a router that may name several at once: node
+    names in `order` (the order the program's branches list them), without END; `[]` when it names none
+    (END, or no `Send` at all). `ends` and `sends` are as for `destination`."""
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    targets: list[str] = []
+    for item in items:
+        if _is_instance(item, "Send"):
+            if not sends:
+                raise GraphStepError(
+                    f"the router after {node!r} returned Send({item.node!r}, ...), which the import did not "
+                    "expect; annotate the router's return type with Send to import it as a fan-out"
+                )
+            if item.node == END:
+                raise GraphStepError(f"the router after {node!r} sent a packet to END")
+            targets.append(item.node)
+        else:
+            targets.append(_map_route(item, node, ends))
+    return _in_order(
+        [target for target in dict.fromkeys(targets) if target != END], order, f"the router after {node!r}"
+    )
+
+
+def _in_order(targets: list[str], order: list | None, who: str) -> list[str]:
+    if order is None:
+        return targets
+    unexpected = [target for target in targets if target not in order]
+    if unexpected:
+        raise GraphStepError(
+            f"{who} named {unexpected}, but the import found only {list(order)} as its destinations"
+        )
+    return sorted(targets, key=order.index)
+
+
+def send_packets(result: Any, nodes: list, state: dict) -> list:
+    """The tasks a router's result starts among `nodes`, as [node, input] pairs in LangGraph's order: a
+    plain route to a node first (its input is the state; by node name), then each `Send(node, arg)` in
+    the order sent."""
+    items: list[Any] = []
+    for command in _commands(result):
+        items.extend(_goto_list(command.goto))
+    if not items:
+        items = list(result) if isinstance(result, (list, tuple)) else [result]
+    pulled = sorted({item for item in items if isinstance(item, str) and item in nodes})
+    pushed = [[item.node, item.arg] for item in items if _is_instance(item, "Send") and item.node in nodes]
+    return [[name, state] for name in pulled] + pushed
+
+
+def command_gotos(update: Any, node: str, order: list | None = None) -> list:
+    """Every destination of the `Command(goto=...)` (one name or a list) that `node` returned, in `order`,
+    without END; `[]` when it names none."""
+    targets: list[str] = []
+    for command in _commands(update):
+        for target in _goto_list(command.goto):
+            if _is_instance(target, "Send"):
+                raise GraphStepError(
+                    f"node {node!r} returned Command(goto=Send({target.node!r}, ...)); the imported program "
+                    "follows a Command to nodes, not a Send fan-out"
+                )
+            targets.append(str(target))
+    return _in_order([target for target in dict.fromkeys(targets) if target != END], order, f"node {node!r}")
 
 
 def _map_route(item: Any, node: str, ends: Any) -> str:
@@ -573,8 +637,11 @@ HELPERS: Mapping[str, Callable[..., Any]] = {
     "apply_update": apply_update,
     "apply_writes": apply_writes,
     "destination": destination,
+    "destinations": destinations,
     "command_goto": command_goto,
+    "command_gotos": command_gotos,
     "send_args": send_args,
+    "send_packets": send_packets,
     "state_value": state_value,
     "state_view": state_view,
     "finish_graph": finish_graph,

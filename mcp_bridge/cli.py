@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runtime.commands.budgets import add_budget_arguments, budget_limits
+from runtime.commands.options import count, port, seconds
 
 if TYPE_CHECKING:
     from mcp_bridge.server import PlaybookServer
@@ -36,10 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve the program's public playbooks as MCP tools",
         description="Serve every public playbook (markdown and Python) of a program as an MCP tool.",
     )
-    serve.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb or .md program")
+    serve.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json program")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="HTTP port; 0 picks a free one (default: 8000)")
+    serve.add_argument(
+        "--port", type=port, default=8000, help="HTTP port; 0 picks a free one (default: 8000)"
+    )
     serve.add_argument(
         "--token",
         help=f"HTTP only: require `Authorization: Bearer TOKEN` (default: ${TOKEN_ENV} when set)",
@@ -51,8 +54,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default: $PAL_MODEL, else none (fast-path and Python playbooks only)",
     )
     serve.add_argument("--name", help="server name shown to clients (default: the file name)")
-    serve.add_argument("--max-model-calls", type=int, default=200, metavar="N", help="per tool call")
-    serve.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per model call")
+    serve.add_argument(
+        "--max-model-calls",
+        type=count,
+        default=200,
+        metavar="N",
+        help="model calls each tool call may make (default: 200)",
+    )
+    serve.add_argument(
+        "--timeout",
+        type=seconds,
+        default=120.0,
+        metavar="SECONDS",
+        help="seconds one model call may take (default: 120)",
+    )
     add_budget_arguments(serve, scope="each tool call")
     config = actions.add_parser(
         "config",
@@ -128,12 +143,6 @@ def _serve(args: argparse.Namespace) -> int:
 def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
     if args.transport == "stdio" and args.token is not None:
         return "--token applies to --transport http (stdio is private to the client that starts the server)"
-    if not 0 <= args.port <= 65535:
-        return f"--port must be between 0 and 65535, got {args.port}"
-    if args.max_model_calls < 0:
-        return f"--max-model-calls must not be negative, got {args.max_model_calls}"
-    if not args.timeout > 0:
-        return f"--timeout must be a positive number of seconds, got {args.timeout}"
     if token is not None and not token.strip():
         return "the bearer token is empty"
     return None

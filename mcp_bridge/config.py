@@ -59,7 +59,10 @@ def claude_desktop_entry(
     if name:
         args += ["--name", name]
     if model:
-        args += ["--model", model]
+        # A model file (scripted:, replay:, a .gguf) is found from the server's own working directory.
+        from runtime.models.registry import absolute_spec
+
+        args += ["--model", absolute_spec(model)]
     server: dict[str, Any] = {"command": command, "args": args}
     if env:
         server["env"] = dict(env)

@@ -35,6 +35,7 @@ from mcp_bridge.tools import PlaybookTool
 from pal_core.errors import PalError
 from pal_core.ir import Program
 from runtime.errors import InputExhausted
+from runtime.inputs import InputError, check_arguments
 from runtime.models.base import Model, ModelError
 from runtime.program_run import RunLimits
 from runtime.schema import RESULT_KEY, json_value, returns_value, schema_problems
@@ -156,10 +157,17 @@ class PlaybookServer:
         if tool is None:
             offered = ", ".join(sorted(self.host.tools)) or "none"
             return tool_error(f"Unknown tool: {name} (this server offers: {offered})")
-        arguments = dict(arguments or {})
-        problems = schema_problems(arguments, tool.input_schema)
-        if problems:
-            return tool_error(f"{tool.name}: invalid arguments: {'; '.join(problems)}")
+        try:
+            arguments = check_arguments(
+                tool.playbook, arguments or {}, label=tool.name, schema=tool.input_schema
+            )
+            if tool.arguments_parameter is not None:
+                # The whole arguments object is one parameter (an imported graph's input state).
+                arguments = check_arguments(
+                    tool.playbook, {tool.arguments_parameter: arguments}, label=tool.name
+                )
+        except InputError as error:
+            return tool_error(str(error))
         try:
             if report is None:
                 outcome = await self.host.call(tool, arguments)

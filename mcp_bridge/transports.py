@@ -223,13 +223,13 @@ def _nothing() -> Iterator[None]:
 
 
 class BearerTokenGate:
-    """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` get 401."""
+    """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` (the scheme in any case) get 401."""
 
     def __init__(self, app: App, token: str) -> None:
         if not token:
             raise ValueError("the bearer token must not be empty")
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -240,7 +240,9 @@ class BearerTokenGate:
             if name.lower() == b"authorization":
                 given = value
                 break
-        if hmac.compare_digest(given, self._expected):
+        # The scheme is case-insensitive (RFC 9110 section 11.1): `bearer`, `Bearer` and `BEARER` all work.
+        scheme, _, credentials = given.strip().partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), self._expected):
             await self.app(scope, receive, send)
             return
         reason = "no bearer token was given" if not given else "the bearer token is wrong"

@@ -7,7 +7,10 @@ import re
 from pal_core.flow import END, EdgeKind, flow
 from pal_core.ir import Playbook, PlaybookKind, check_playbook_depth
 
-_UNSAFE = re.compile(r'["<>{}\[\]|#`]')
+# Mermaid entity codes for the characters that would end or re-interpret a quoted label (`#` starts a
+# code itself); brackets, braces and bars are safe inside the quotes and are kept as written.
+_ESCAPES = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;"}
+_ESCAPED = re.compile("|".join(re.escape(char) for char in _ESCAPES))
 _MAX_LABEL = 60
 _SHAPES = {"CND": ('{"', '"}'), "RET": ('(["', '"])'), "YLD": ('[/"', '"/]')}
 _EDGE_STYLE = {
@@ -55,5 +58,8 @@ def _node(line: str) -> str:
 
 
 def _label(text: str) -> str:
-    cleaned = _UNSAFE.sub("", text).replace("\n", " ").strip()
-    return cleaned if len(cleaned) <= _MAX_LABEL else cleaned[: _MAX_LABEL - 1] + "…"
+    """The text as a quoted Mermaid label: one line, shortened, special characters as entity codes."""
+    cleaned = " ".join(text.split())
+    if len(cleaned) > _MAX_LABEL:
+        cleaned = cleaned[: _MAX_LABEL - 1] + "…"
+    return _ESCAPED.sub(lambda match: _ESCAPES[match.group(0)], cleaned)

@@ -72,15 +72,21 @@ def from_json(data: Mapping[str, Any]) -> ir.Program:
     return program
 
 
-def loads(text: str) -> ir.Program:
-    """A program from JSON text."""
+def loads(text: str, *, file: str | None = None) -> ir.Program:
+    """A program from JSON text; errors start with `file` when given."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise PalJsonError(f"line {error.lineno} column {error.colno}", error.msg) from None
+        where = f"line {error.lineno} column {error.colno}"
+        raise PalJsonError(f"{file}:{error.lineno}:{error.colno}" if file else where, error.msg) from None
     except RecursionError:
-        raise PalJsonError("$", "nested too deeply to read") from None
-    return from_json(data)
+        raise PalJsonError(file or "$", "nested too deeply to read") from None
+    try:
+        return from_json(data)
+    except PalJsonError as error:
+        if file is None:
+            raise
+        raise PalJsonError(f"{file}: {error.path}", error.message) from None
 
 
 _MAX_NESTING = 2 * ir.MAX_STEP_DEPTH + 40

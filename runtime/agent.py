@@ -13,6 +13,7 @@ from pal_core.ir import Agent, Metadata, Parameter, Playbook, PlaybookKind, Trig
 from pal_core.messaging import AgentParticipant, AsyncMessageQueue, Message
 from pal_core.python_blocks import TRIGGER_RE
 from runtime.errors import ProgramError
+from runtime.module_path import use_module_folders
 from runtime.python_api import PlaybookFunction
 from runtime.python_env import load_block, load_module_playbooks, resolve_import_path
 from runtime.state import AgentState
@@ -99,6 +100,9 @@ class AgentInstance:
     def load_python(self, namespace: dict[str, Any]) -> None:
         """Load the agent's python blocks, named modules and `python:` bindings."""
         source = self.run.program.source or "<program>"
+        if self.ir.python_blocks:
+            # A block's own imports are looked up like bound modules (runtime.module_path).
+            use_module_folders(self.run.program.source)
         for index, code in enumerate(self.ir.python_blocks):
             functions = load_block(
                 code,
@@ -110,11 +114,14 @@ class AgentInstance:
         modules = self.ir.metadata.extra.get("python_modules") or []
         if isinstance(modules, str):
             modules = [modules]
+        program_file = self.run.program.source
         for module_path in modules:
-            self._add_functions(load_module_playbooks(str(module_path)))
+            self._add_functions(load_module_playbooks(str(module_path), program_file=program_file))
         for playbook in self.ir.playbooks:
             if playbook.kind is PlaybookKind.PYTHON and playbook.metadata.python:
-                self.functions[playbook.name] = resolve_import_path(playbook.metadata.python)
+                self.functions[playbook.name] = resolve_import_path(
+                    playbook.metadata.python, program_file=program_file
+                )
 
     def _add_functions(self, functions: dict[str, PlaybookFunction]) -> None:
         for name, function in functions.items():

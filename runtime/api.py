@@ -6,7 +6,7 @@ value = await run_playbook(program, "Agent.Playbook", model=ScriptedModel([...])
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +15,22 @@ from pal_core.messaging import StreamObserver
 from runtime.errors import CallError, ProgramError
 from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman, ScriptedHuman
+from runtime.inputs import bind_input, check_arguments
 from runtime.loader import load
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits, RunResult
 from runtime.trace import Tracer
 
-__all__ = ["ProgramRun", "RunLimits", "RunResult", "entry_playbook", "load", "run_playbook", "run_program"]
+__all__ = [
+    "ProgramRun",
+    "RunLimits",
+    "RunResult",
+    "bind_input",
+    "entry_playbook",
+    "load",
+    "run_playbook",
+    "run_program",
+]
 
 
 def _program(program: Program | str | Path) -> Program:
@@ -80,20 +90,6 @@ def entry_playbook(program: Program, name: str | None = None) -> tuple[str, Play
     raise CallError("the program has no BGN-triggered or public playbook to call; name one")
 
 
-def bind_input(playbook: Playbook, values: Mapping[str, Any]) -> dict[str, Any]:
-    """Arguments for `playbook` from a JSON object: by parameter name, or the whole object for a single
-    dict parameter whose name is not among the keys."""
-    names = [parameter.name for parameter in playbook.parameters]
-    if set(values) <= set(names):
-        return dict(values)
-    if len(playbook.parameters) == 1 and (playbook.parameters[0].type or "dict").startswith("dict"):
-        return {names[0]: dict(values)}
-    unknown = ", ".join(sorted(set(values) - set(names)))
-    raise CallError(
-        f"{playbook.name} has no parameter(s) {unknown} (parameters: {', '.join(names) or 'none'})"
-    )
-
-
 async def run_playbook(
     program: Program | str | Path,
     playbook: str | None = None,
@@ -107,12 +103,22 @@ async def run_playbook(
 ) -> Any:
     """Call one playbook in a fresh run (no BGN playbooks) and return its result.
 
-    `playbook` is `Playbook` or `Agent.Playbook` (default: the entry playbook). Failures raise RunError,
-    ProgramError or CallError; waiting for the user with no `messages` raises InputExhausted; a call past
-    one of the budgets of `limits` (steps, seconds, model calls, value sizes) raises BudgetExceeded.
+    `playbook` is `Playbook` or `Agent.Playbook` (default: the entry playbook). The arguments are checked
+    against its parameter types first (runtime.inputs: InputError names each bad one). Failures raise
+    RunError, ProgramError or CallError; waiting for the user with no `messages` raises InputExhausted; a
+    call past one of the budgets of `limits` (steps, seconds, model calls, value sizes) raises BudgetExceeded.
     """
     loaded = _program(program)
     agent_name, target = entry_playbook(loaded, playbook)
+    names = [parameter.name for parameter in target.parameters]
+    if len(args) > len(names):
+        raise CallError(f"{target.name} takes {len(names)} argument(s), got {len(args)}")
+    given = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key in given:
+            raise CallError(f"{target.name} got two values for ${key}")
+        given[key] = value
+    arguments = check_arguments(target, given)
     run = ProgramRun(
         loaded,
         model=_model(model),
@@ -128,6 +134,6 @@ async def run_playbook(
         if instance is None:
             raise ProgramError(f"agent {agent_name} could not be started")
         async with run.budget.bound():
-            return await run.guard(Execution(instance).execute(target, list(args), dict(kwargs)))
+            return await run.guard(Execution(instance).execute(target, [], arguments))
     finally:
         await run.shutdown()

@@ -29,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pal",
         description="PAL (Playbooks Assembly Language) tools and verifying runtime.",
     )
+    parser.add_argument(
+        "--version", action="version", version=f"pal {_version()}", help="print the version and exit"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module, help_text in _COMMANDS:
         _add_command(sub, name, f"runtime.commands.{module}", help_text)
@@ -49,6 +52,15 @@ def _add_command(sub: argparse._SubParsersAction, name: str, module_path: str, h
     command.set_defaults(_module=module_path, _name=name)
     # Argument definitions live beside each command; importing them is cheap (no framework imports).
     importlib.import_module(module_path).ARGUMENTS[name](command)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{version('pal-bridge')} (pal-bridge, Python {sys.version.split()[0]})"
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return f"(pal-bridge from {__file__.rsplit('/', 2)[0]}, not installed)"
 
 
 def _plugin_modules() -> list[str]:

@@ -27,7 +27,7 @@ from runtime.errors import (
     RunError,
 )
 from runtime.python_api import call_function, current_execution
-from runtime.remote import RemoteCallError
+from runtime.remote import RemoteCallError, remote_call, remote_listing
 from runtime.state import Artifact, CallStack
 from runtime.value_limits import check_value
 from runtime.values import NotEvaluable, coerce, evaluate
@@ -145,7 +145,15 @@ class Execution:
             raise CallError(f"there is no agent {agent_name} to call {agent_name}.{playbook_name}")
         playbook = target.playbooks.get(playbook_name)
         if playbook is None:
-            raise CallError(f"agent {agent_name} has no playbook {playbook_name}")
+            if target.remote is not None:
+                raise CallError(
+                    f"remote agent {agent_name} has no tool {playbook_name}; its tools, by PAL name: "
+                    f"{remote_listing(target.playbooks.values())}"
+                )
+            public = sorted(name for name, item in target.playbooks.items() if item.public)
+            raise CallError(
+                f"agent {agent_name} has no playbook {playbook_name} (public: {', '.join(public) or 'none'})"
+            )
         if not playbook.public:
             raise CallError(
                 f"{agent_name}.{playbook_name} is not public; mark it `public: true` to call it from another agent"
@@ -185,8 +193,9 @@ class Execution:
             raise CallError(
                 f"{self.agent.klass}.{playbook.name} takes {len(playbook.parameters)} arguments, got {len(args)}"
             )
+        tool, arguments = remote_call(playbook, arguments)
         try:
-            return await connection.call_tool(playbook.name, arguments)
+            return await connection.call_tool(tool, arguments)
         except RemoteCallError as error:
             raise PlaybookFailed(str(error), agent=self.agent.klass, playbook=playbook.name) from error
 

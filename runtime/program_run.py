@@ -38,7 +38,7 @@ from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
 from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse
 from runtime.models.limits import check_timeout
-from runtime.remote import RemoteOpener, open_remote, playbook_for_tool
+from runtime.remote import RemoteOpener, open_remote, remote_playbooks
 from runtime.state import Frame
 from runtime.trace import Tracer
 from runtime.triggers import TriggerWatcher, check_message_triggers
@@ -243,8 +243,8 @@ class ProgramRun:
                 f"remote agent {instance.klass} ({kind}) could not connect: {error}"
             ) from error
         instance.remote = connection
-        for tool in tools:
-            instance.playbooks[tool.name] = playbook_for_tool(tool)
+        for playbook in remote_playbooks(tools):
+            instance.playbooks[playbook.name] = playbook
         self.trace(instance, "agent", detail=f"remote agent {instance.klass}: {len(tools)} tool(s)")
 
     def python_namespace(self, instance: AgentInstance) -> dict[str, Any]:

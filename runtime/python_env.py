@@ -9,7 +9,6 @@ Only program code is loaded here; model output never reaches this module.
 
 from __future__ import annotations
 
-import importlib
 import importlib.abc
 import importlib.util
 import linecache
@@ -18,6 +17,7 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from runtime.errors import ProgramError
+from runtime.module_path import import_module
 from runtime.python_api import BUILTINS, PlaybookFunction
 
 _COMPILED: dict[tuple[str, str], CodeType] = {}
@@ -85,22 +85,26 @@ def _playbooks_of(module: ModuleType) -> dict[str, PlaybookFunction]:
     return found
 
 
-def load_module_playbooks(module_path: str) -> dict[str, PlaybookFunction]:
-    """The `@playbook` functions of an importable module the program names."""
+def load_module_playbooks(
+    module_path: str, *, program_file: str | None = None
+) -> dict[str, PlaybookFunction]:
+    """The `@playbook` functions of an importable module the program names (looked up as
+    runtime.module_path says: the program's folder, the current directory, then Python's path)."""
     try:
-        module = importlib.import_module(module_path)
+        module = import_module(module_path, program_file=program_file)
     except ImportError as error:
         raise ProgramError(f"cannot import Python module {module_path!r}: {error}") from None
     return {value.name: value for value in vars(module).values() if isinstance(value, PlaybookFunction)}
 
 
-def resolve_import_path(path: str) -> Callable[..., Any]:
-    """`package.module:qualname` -> the callable it names (ProgramError with the reason when it does not)."""
+def resolve_import_path(path: str, *, program_file: str | None = None) -> Callable[..., Any]:
+    """`package.module:qualname` -> the callable it names (ProgramError with the reason when it does not);
+    the module is looked up as runtime.module_path says."""
     module_name, colon, qualname = path.partition(":")
     if not colon or not module_name or not qualname:
         raise ProgramError(f"python binding {path!r} must look like 'package.module:function'")
     try:
-        target: Any = importlib.import_module(module_name)
+        target: Any = import_module(module_name, program_file=program_file)
     except ImportError as error:
         raise ProgramError(f"python binding {path!r}: cannot import {module_name!r}: {error}") from None
     for part in qualname.split("."):

@@ -7,12 +7,13 @@ runtime never imports the packages above it.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
 from pal_core.ir import Agent, Metadata, Parameter, Playbook, PlaybookKind, RemoteSpec
+from pal_core.remote_names import pal_name, pal_names
 from runtime.errors import ProgramError
 
 ENTRY_POINT_GROUP = "pal_bridge.remote"
@@ -23,7 +24,7 @@ class RemoteTool:
     """A callable offered by a remote agent."""
 
     name: str
-    """The tool name; becomes the playbook name."""
+    """The tool's name on its server; the playbook is named after it (its PAL name, see remote_playbooks)."""
     description: str = ""
     """What it does."""
     input_schema: Mapping[str, Any] = field(default_factory=dict)
@@ -109,29 +110,69 @@ _JSON_TYPES = {
 }
 
 
-def playbook_for_tool(tool: RemoteTool) -> Playbook:
-    """The IR playbook describing a remote tool (public, typed from its input schema)."""
+REMOTE_TOOL_KEY = "remote_tool"
+"""Playbook metadata key holding the tool's own name, when its PAL name differs (`get-sum`)."""
+REMOTE_ARGUMENTS_KEY = "remote_arguments"
+"""Playbook metadata key holding {PAL parameter name: the tool's argument name} where they differ."""
+
+
+def remote_playbooks(tools: Iterable[RemoteTool]) -> list[Playbook]:
+    """The playbooks of a remote agent's tools, each under its PAL name (pal_core.remote_names:
+    `get-sum` is `get_sum`), the tool's own name kept for the call."""
+    listed = list(tools)
+    names = {original: pal for pal, original in pal_names(tool.name for tool in listed).items()}
+    return [playbook_for_tool(tool, name=names[tool.name]) for tool in listed]
+
+
+def playbook_for_tool(tool: RemoteTool, *, name: str | None = None) -> Playbook:
+    """The IR playbook describing a remote tool (public, typed from its input schema), named `name`
+    (default: the tool's PAL name); argument names that are not PAL names are mapped the same way."""
     properties = tool.input_schema.get("properties") or {}
     required = set(tool.input_schema.get("required") or ())
+    arguments = pal_names(properties)
     parameters = []
-    for name, schema in properties.items():
+    for parameter_name, original in arguments.items():
+        schema = properties[original]
         json_type = schema.get("type") if isinstance(schema, dict) else None
         default = None
-        if name not in required:
+        if original not in required:
             default = (
                 repr(schema.get("default")) if isinstance(schema, dict) and "default" in schema else "None"
             )
         parameters.append(
             Parameter(
-                name=name,
+                name=parameter_name,
                 type=_JSON_TYPES.get(json_type) if isinstance(json_type, str) else None,
                 default=default,
             )
         )
+    playbook_name = name or pal_name(tool.name)
+    extra: dict[str, Any] = {}
+    if playbook_name != tool.name:
+        extra[REMOTE_TOOL_KEY] = tool.name
+    renamed = {pal: original for pal, original in arguments.items() if pal != original}
+    if renamed:
+        extra[REMOTE_ARGUMENTS_KEY] = renamed
     return Playbook(
-        name=tool.name,
+        name=playbook_name,
         kind=PlaybookKind.REMOTE,
         parameters=tuple(parameters),
         description=tool.description,
-        metadata=Metadata(public=True),
+        metadata=Metadata(public=True, extra=extra),
     )
+
+
+def remote_call(playbook: Playbook, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(the tool's own name, the arguments under the tool's own names) for a call of a remote playbook."""
+    tool = playbook.metadata.extra.get(REMOTE_TOOL_KEY, playbook.name)
+    renamed = playbook.metadata.extra.get(REMOTE_ARGUMENTS_KEY) or {}
+    return str(tool), {renamed.get(key, key): value for key, value in arguments.items()}
+
+
+def remote_listing(playbooks: Iterable[Playbook]) -> str:
+    """`echo, get_sum (the tool get-sum), ...`: a remote agent's playbooks for error messages."""
+    items = []
+    for playbook in sorted(playbooks, key=lambda item: item.name):
+        original = playbook.metadata.extra.get(REMOTE_TOOL_KEY)
+        items.append(f"{playbook.name} (the tool {original})" if original else playbook.name)
+    return ", ".join(items) or "none"

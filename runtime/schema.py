@@ -15,6 +15,7 @@ tool schemas and node arguments.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -212,7 +213,9 @@ def _default_value(text: str) -> Any:
 
 
 def json_value(value: Any) -> Any:
-    """A value made JSON-compatible: tuples and sets become lists, keys strings, other objects their str()."""
+    """A value made JSON-compatible: tuples and sets become lists, keys strings, a pydantic model or a
+    dataclass instance the object of its fields (a LangChain message is `{"content": ..., "type": "human",
+    ...}`), non-finite floats and other objects their str()."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -227,7 +230,24 @@ def json_value(value: Any) -> Any:
             return sorted(items)
         except TypeError:
             return items
+    fields = _object_fields(value)
+    if fields is not None:
+        return json_value(fields)
     return str(value)
+
+
+def _object_fields(value: Any) -> dict[str, Any] | None:
+    """The fields of a pydantic model (its JSON dump) or a dataclass instance; None for other objects."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, type):
+        try:
+            dumped = dump(mode="json")
+        except Exception:  # a model that cannot dump itself is shown as text
+            return None
+        return dumped if isinstance(dumped, dict) else None
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    return None
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

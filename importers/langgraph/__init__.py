@@ -42,8 +42,12 @@ The mapping
   back; static `interrupt_before` / `interrupt_after` are `YLD user`; START is the input and END is
   `FinishGraph` and RET.
 
+Routes that name several destinations at once (Sends to several nodes, a router returning a list,
+`Command(goto=[...])`) branch on the combination, each a superstep running those nodes together.
+
 Not expressed (each reported): routing from a node running in parallel with others, several routes out
-of one node, routers that return several destinations at once (an error at run time if they do),
+of one node, routes building their lists at run time among more than five destinations, `Command`s that
+go to a `Send` or to the parent graph,
 deferred nodes, retry / cache / timeout policies and error handlers, managed values, channels other than
 values and reducers, nodes or routers without an import path (lambdas, closures), nodes that take
 config / runtime / store / writer, and parts of LLM agents (prompt functions, hooks, middleware).

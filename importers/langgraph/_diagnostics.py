@@ -57,7 +57,9 @@ NODE_NEEDS_CONTEXT = Code(
     code="LG110", name="node-needs-context", summary="a node takes config, runtime, store or writer"
 )
 SEVERAL_DESTINATIONS = Code(
-    code="LG111", name="several-destinations", summary="a router may return several destinations at once"
+    code="LG111",
+    name="several-destinations",
+    summary="a route may name several of too many destinations at once to lay out every combination",
 )
 STATE_SCHEMA = Code(
     code="LG112", name="state-schema", summary="a state schema class cannot be rebuilt by import path"
@@ -75,6 +77,11 @@ GRAPH_TOO_LARGE = Code(
 )
 UNSUPPORTED_NODE = Code(
     code="LG116", name="unsupported-node", summary="a node is a kind of runnable the importer does not read"
+)
+UNSUPPORTED_COMMAND = Code(
+    code="LG117",
+    name="unsupported-command",
+    summary="a node returns a Command the imported program does not follow (goto=Send, graph=PARENT)",
 )
 
 CODES: Mapping[str, Code] = MappingProxyType(
@@ -97,6 +104,7 @@ CODES: Mapping[str, Code] = MappingProxyType(
             TOOL_WITHOUT_IMPORT_PATH,
             GRAPH_TOO_LARGE,
             UNSUPPORTED_NODE,
+            UNSUPPORTED_COMMAND,
         )
     }
 )

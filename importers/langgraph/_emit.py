@@ -192,7 +192,12 @@ class ProgramWriter:
                 parameters=(Parameter(name="state", type="dict"),),
                 returns="dict",
                 description=safe_description(agent.prompt or ""),
-                metadata=Metadata(public=True if public else None, execution_mode="react"),
+                # Public for the graph that calls it; not a tool of its own when the program is served.
+                metadata=Metadata(
+                    public=True if public else None,
+                    execution_mode="react",
+                    extra={"mcp": {"tool": False}} if public else {},
+                ),
                 notes=tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(notes, start=1)),
             )
         )

@@ -7,22 +7,36 @@ the blocks reachable through static edges, joins and the one route a node may ta
 `Command(goto=...)`) are enumerated; each block becomes a run of PAL steps and each way out a
 fall-through, a JMP, or CND branches on the route. A cycle in the graph is a JMP back to a block.
 
-What does not fit one route per step is reported and leaves a failing `Unsupported` step in its place:
-routing from a node that runs in parallel with others (LG106), two routes out of one node (LG107), or a
-graph with more distinct supersteps than `MAX_BLOCKS` (LG115).
+A route that may name several destinations at once (Sends to several nodes, a router returning a list,
+`Command(goto=[...])`) leads to one block per combination of destinations: those the code writes as
+literal lists, else every combination of at most `MAX_PARALLEL_DESTINATIONS` (LG111 beyond: followed one
+at a time). What does not fit is reported and leaves a failing `Unsupported` step in its place: routing
+from a node that runs in parallel with others (LG106), two routes out of one node (LG107), or a graph
+with more distinct supersteps than `MAX_BLOCKS` (LG115).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from importers.langgraph._diagnostics import GRAPH_TOO_LARGE, PARALLEL_ROUTING, SEVERAL_ROUTES, Findings
+from importers.langgraph._diagnostics import (
+    GRAPH_TOO_LARGE,
+    PARALLEL_ROUTING,
+    SEVERAL_DESTINATIONS,
+    SEVERAL_ROUTES,
+    Findings,
+)
 from importers.langgraph._model import END, START, Graph, Router
 
 MAX_BLOCKS = 200
 """Distinct supersteps the layout enumerates before giving up on a graph (LG115)."""
+
+MAX_PARALLEL_DESTINATIONS = 5
+"""Destinations a route naming several at once may have: every combination is a superstep of its own
+(31 for 5), so more are reported (LG111) and followed one at a time."""
 
 END_BLOCK = -1
 """The block id of the end of the graph."""
@@ -63,8 +77,11 @@ class Exit:
     """STATIC: the next block. COMMAND: the block when the Command names no goto."""
     router: Router | None = None
     """ROUTER: the router."""
-    choices: tuple[tuple[str, int], ...] = ()
-    """ROUTER and COMMAND: (destination, next block) in declaration order; END leads to END_BLOCK or on."""
+    choices: tuple[tuple[str | tuple[str, ...], int], ...] = ()
+    """ROUTER and COMMAND: (destination, next block) in declaration order; END leads to END_BLOCK or on.
+    With `several`, each destination is a tuple of nodes that run together (`()`: none, the end)."""
+    several: bool = False
+    """Whether the route names several destinations at once (a list of node names, compared whole)."""
     reason: str = ""
     """UNSUPPORTED: what is not expressed."""
 
@@ -183,6 +200,24 @@ class _Builder:
                 kind=ExitKind.UNSUPPORTED, node=node, reason="its router cannot be called by import path"
             )
         if router is not None:
+            targets = router.targets(self.node_names)
+            where = f"router after {self.scope}{node!r}" if node != START else f"router at {self.scope}START"
+            if router.several and self.lays_out_together(targets, router.combinations, where, "router"):
+                combined = [
+                    (
+                        combination,
+                        self.block(
+                            [*static, *(Task(pushed=router.may_send, node=n) for n in combination)],
+                            joins_after,
+                        ),
+                    )
+                    for combination in _combinations(targets, router.combinations)
+                ]
+                # No destination (an empty list of Sends, or END): the static edges alone.
+                combined.append(((), self.block(static, joins_after)))
+                return Exit(
+                    kind=ExitKind.ROUTER, node=node, router=router, choices=tuple(combined), several=True
+                )
             choices = tuple(
                 (
                     target,
@@ -191,9 +226,22 @@ class _Builder:
                         joins_after,
                     ),
                 )
-                for target in router.targets(self.node_names)
+                for target in targets
             )
             return Exit(kind=ExitKind.ROUTER, node=node, router=router, choices=choices)
+        command = self.graph.nodes[node]
+        following = self.block(static, joins_after)
+        if command.parallel_goto and self.lays_out_together(
+            command.command_ends, command.goto_combinations, subject, "node"
+        ):
+            choices = tuple(
+                (
+                    combination,
+                    self.block([*static, *(Task(pushed=False, node=n) for n in combination)], joins_after),
+                )
+                for combination in _combinations(command.command_ends, command.goto_combinations)
+            )
+            return Exit(kind=ExitKind.COMMAND, node=node, choices=choices, following=following, several=True)
         choices = tuple(
             (
                 target,
@@ -201,11 +249,50 @@ class _Builder:
                     [*static, *([] if target == END else [Task(pushed=False, node=target)])], joins_after
                 ),
             )
-            for target in self.graph.nodes[node].command_ends
+            for target in command.command_ends
         )
-        return Exit(
-            kind=ExitKind.COMMAND, node=node, choices=choices, following=self.block(static, joins_after)
+        return Exit(kind=ExitKind.COMMAND, node=node, choices=choices, following=following)
+
+    def lays_out_together(
+        self,
+        targets: tuple[str, ...],
+        written: tuple[tuple[str, ...], ...] | None,
+        subject: str,
+        what: str,
+    ) -> bool:
+        """Whether the combinations of `targets` (END aside) a route may name are laid out: those its code
+        writes, or every one when that is not known and there are few enough; LG111 otherwise."""
+        nodes = [target for target in targets if target != END]
+        if len(nodes) <= 1:
+            return False  # one destination at a time is all there is
+        if written is not None or len(nodes) <= MAX_PARALLEL_DESTINATIONS:
+            return True
+        where = "its router" if what == "router" else "its Command(goto=[...])"
+        self.findings.add(
+            SEVERAL_DESTINATIONS,
+            subject,
+            f"{where} may name several of its {len(nodes)} destinations at once; the imported program lays "
+            f"out every combination of up to {MAX_PARALLEL_DESTINATIONS}, so here it follows one destination "
+            "and stops with an error if it gets more; declare fewer destinations",
         )
+        return False
+
+
+def _combinations(
+    targets: tuple[str, ...], written: tuple[tuple[str, ...], ...] | None
+) -> list[tuple[str, ...]]:
+    """The combinations of node targets (END aside) a route may name, in declaration order: each alone,
+    then the ones its code writes (`written`), or every combination when that is not known (None)."""
+    nodes = [target for target in targets if target != END]
+    if written is None:
+        sizes = range(1, len(nodes) + 1)
+        return [combination for size in sizes for combination in itertools.combinations(nodes, size)]
+    found = [(node,) for node in nodes]
+    for names in written:
+        combination = tuple(node for node in nodes if node in names)
+        if len(combination) > 1 and combination not in found:
+            found.append(combination)
+    return found
 
 
 def _first(nodes: set[str]) -> str:

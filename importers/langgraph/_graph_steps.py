@@ -30,12 +30,14 @@ from importers.langgraph._model import END, START, Graph, InputView, Node, NodeK
 from importers.langgraph._paths import camel_case
 from importers.steps import StepList, literal
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
+from runtime.schema import json_schema_for_type
 
 if TYPE_CHECKING:
     from importers.langgraph._emit import ProgramWriter
 
 _END_LABEL = "end"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_]+")
+_TOOL_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -96,7 +98,7 @@ class GraphSteps:
             parameters=(Parameter(name="input", type="dict"),),
             returns="dict",
             description=description,
-            metadata=Metadata() if top_level else Metadata(public=True),
+            metadata=_entry_metadata(self.graph, top_level=top_level),
             triggers=(Trigger(id="T1", code="BGN", text="At the beginning"),) if top_level else (),
             steps=steps.build(),
         )
@@ -236,9 +238,11 @@ class GraphSteps:
                 self._reply(node, _update_variable(node))
             writes = ", ".join(f"[{literal(node)}, {_update_variable(node)}]" for node in queued)
             steps.add("EXE", f"$writes:list = [{writes}]")
-            for task in block.tasks:
-                if task.pushed:
-                    self._send_loop(task)
+            pushed = [task for task in block.tasks if task.pushed]
+            if len(pushed) == 1:
+                self._send_loop(pushed[0])
+            elif pushed:
+                self._packet_loop(pushed)
             steps.add(
                 "EXE", f"$state:dict = {helper('apply_writes')}(state=$state, writes=$writes, schema=$schema)"
             )
@@ -288,6 +292,26 @@ class GraphSteps:
         self.steps.label(loop)
         self.steps.branch("While $sends != []", body)
 
+    def _packet_loop(self, tasks: list[Task]) -> None:
+        """Send tasks to several nodes: `$sends` holds [node, input] pairs in LangGraph's order, and each
+        runs its node, writing after the others of the superstep."""
+        body = StepList()
+        body.add("EXE", "$packet_node:str = $sends[0][0]")
+        body.add("EXE", "$packet = $sends[0][1]")
+        body.add("EXE", "$sends:list = $sends[1:]")
+        for index, task in enumerate(tasks):
+            branch = StepList()
+            if self._queue(task.node, "$packet", "$update", branch):
+                branch.add("YLD", "call")
+                self._reply(task.node, "$update", branch)
+                branch.add("EXE", f"$writes:list = $writes + [[{literal(task.node)}, $update]]")
+            keyword = "If" if index == 0 else "Else if"
+            body.branch(f"{keyword} $packet_node == {literal(task.node)}", branch)
+        loop = ("send", "+".join(task.node for task in tasks))
+        body.jump(loop)
+        self.steps.label(loop)
+        self.steps.branch("While $sends != []", body)
+
     # --- ways out of a block ---------------------------------------------------------------------
 
     def _exit(self, exit_: Exit, *, next_block: int) -> None:
@@ -303,8 +327,16 @@ class GraphSteps:
                 steps.jump(_END_LABEL)
             return
         if exit_.kind is ExitKind.COMMAND:
-            helper = self.agent.helper("command_goto")
-            steps.add("EXE", f"$route:str = {helper}(update=$update, node={literal(exit_.node)})")
+            if exit_.several:
+                order = literal([node for node in self.graph.nodes[exit_.node].command_ends if node != END])
+                helper = self.agent.helper("command_gotos")
+                steps.add(
+                    "EXE",
+                    f"$route:list = {helper}(update=$update, node={literal(exit_.node)}, order={order})",
+                )
+            else:
+                helper = self.agent.helper("command_goto")
+                steps.add("EXE", f"$route:str = {helper}(update=$update, node={literal(exit_.node)})")
             self._branches(exit_.choices, router=None)
             body = StepList()
             body.jump(_label(exit_.following))
@@ -312,10 +344,10 @@ class GraphSteps:
             return
         if exit_.router is None:
             raise ValueError("a router exit without its router")
-        self._route(exit_.router)
+        self._route(exit_.router, several=exit_.several)
         self._branches(exit_.choices, router=exit_.router)
 
-    def _route(self, router: Router) -> None:
+    def _route(self, router: Router, *, several: bool = False) -> None:
         helper = self.agent.helper
         steps = self.steps
         if router.state_key is not None:
@@ -333,24 +365,51 @@ class GraphSteps:
             steps.add("EXE", f"$result = {self._router_playbook(router)}({parameter}={argument})")
         else:
             raise ValueError("a router without an import path has no route step")
-        ends = _ends_literal(router, tuple(self.graph.nodes))
-        arguments = f"result=$result, node={literal(router.source)}, ends={ends}"
+        nodes = tuple(self.graph.nodes)
+        arguments = f"result=$result, node={literal(router.source)}, ends={_ends_literal(router, nodes)}"
         if router.may_send:
             arguments += ", sends=True"
-        steps.add("EXE", f"$route:str = {helper('destination')}({arguments})")
+        if several:
+            order = [target for target in router.targets(nodes) if target != END]
+            steps.add("EXE", f"$route:list = {helper('destinations')}({arguments}, order={literal(order)})")
+        else:
+            steps.add("EXE", f"$route:str = {helper('destination')}({arguments})")
 
-    def _branches(self, choices: tuple[tuple[str, int], ...], *, router: Router | None) -> None:
+    def _branches(
+        self, choices: tuple[tuple[str | tuple[str, ...], int], ...], *, router: Router | None
+    ) -> None:
         for index, (target, block) in enumerate(choices):
             body = StepList()
-            if router is not None and router.may_send and target != END:
-                body.add(
-                    "EXE",
-                    f"$sends:list = {self.agent.helper('send_args')}(result=$result, node={literal(target)}, "
-                    "state=$state)",
-                )
+            if router is not None and router.may_send and target not in (END, ()):
+                body.add("EXE", f"$sends:list = {self._sends(target)}")
             body.jump(_label(block))
             keyword = "If" if index == 0 else "Else if"
-            self.steps.branch(f"{keyword} $route == {literal(target)}", body)
+            shown = literal(list(target)) if isinstance(target, tuple) else literal(target)
+            self.steps.branch(f"{keyword} $route == {shown}", body)
+
+    def _sends(self, target: str | tuple[str, ...]) -> str:
+        """The call that gives the inputs of the Send tasks of a route: one node's, or several nodes'."""
+        if isinstance(target, str) or len(target) == 1:
+            node = target if isinstance(target, str) else target[0]
+            return f"{self.agent.helper('send_args')}(result=$result, node={literal(node)}, state=$state)"
+        nodes = literal(list(target))
+        return f"{self.agent.helper('send_packets')}(result=$result, nodes={nodes}, state=$state)"
+
+
+def _entry_metadata(graph: Graph, *, top_level: bool) -> Metadata:
+    """The imported graph's `Invoke` is public and served over MCP as one tool named after the graph,
+    whose arguments are the input state (`pal mcp serve`); a subgraph's `Invoke` is public so its parent
+    can call it, and kept out of the tool list."""
+    if not top_level:
+        return Metadata(public=True, extra={"mcp": {"tool": False}})
+    properties = {
+        channel.key: json_schema_for_type(channel.type)
+        for channel in graph.channels
+        if channel.key in graph.input_keys
+    }
+    schema = {"type": "object", "properties": properties}
+    tool = _TOOL_NAME_RE.sub("_", graph.name).strip("_")[:64] or "graph"
+    return Metadata(public=True, extra={"mcp": {"tool": tool, "arguments": "input", "input_schema": schema}})
 
 
 def _label(block: int) -> object:

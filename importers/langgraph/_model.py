@@ -147,10 +147,21 @@ class Router:
     """How it sees the state, when not as the whole dict."""
     state_key: tuple[str, Any] | None = None
     """(key, default) for a router that returns `state.get(key, default)`."""
+    several: bool = False
+    """Whether it may name several destinations at once (a list of names, or `Send`s to several nodes):
+    the next superstep then runs each of them."""
+    send_targets: tuple[str, ...] | None = None
+    """The nodes its `Send("node", ...)` calls name, when every one is a string literal in its code."""
+    combinations: tuple[tuple[str, ...], ...] | None = None
+    """For `several`: the destinations its code returns together (`return ["a", "b"]`), besides each one
+    alone; None when any combination may come (a list built at run time, `Send`s)."""
 
     def targets(self, nodes: tuple[str, ...]) -> tuple[str, ...]:
-        """The destinations, in declaration order; every node and END when undeclared."""
+        """The destinations, in declaration order; every node and END when undeclared (narrowed to the
+        nodes its `Send`s name, for a router that only sends)."""
         if self.ends is None:
+            if self.send_targets:
+                return self.send_targets
             return (*nodes, END)
         return tuple(dict.fromkeys(target for _, target in self.ends))
 
@@ -172,7 +183,13 @@ class Node:
     agent: LlmAgent | None = None
     """For AGENT: the agent."""
     command_ends: tuple[str, ...] = ()
-    """Destinations of the `Command(goto=...)` it may return (annotation or `destinations=`)."""
+    """Destinations of the `Command(goto=...)` it may return (annotation or `destinations=`; every node
+    and END for a node annotated only `-> Command`)."""
+    parallel_goto: bool = False
+    """Whether its code writes `Command(goto=[...])` with several destinations at once."""
+    goto_combinations: tuple[tuple[str, ...], ...] | None = None
+    """For `parallel_goto`: the destinations its `Command(goto=[...])` lists name together; None when a
+    list is built at run time (any combination)."""
     asks_human: bool = False
     """Whether it calls `interrupt()`."""
     unsupported_reason: str = ""

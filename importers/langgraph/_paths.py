@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import keyword
 import re
 import sys
 import types
 import typing
 from typing import Any
+
+from runtime.module_path import resolve as resolve_bound
 
 try:
     import typing_extensions
@@ -79,11 +80,7 @@ def _public_modules(module: str) -> list[str]:
 
 def resolve(path: str) -> Any:
     """The object at `module:qualname`; raises ImportError or AttributeError."""
-    module_name, _, qualname = path.partition(":")
-    value: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        value = getattr(value, part)
-    return value
+    return resolve_bound(path)
 
 
 def resolves_to(path: str, value: Any) -> bool:

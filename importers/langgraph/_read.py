@@ -22,6 +22,15 @@ from importers.langgraph._agents import (
     recognize_supervisor_worker,
     runnable_function,
 )
+from importers.langgraph._code import (
+    goto_combinations,
+    gotos_several,
+    return_combinations,
+    returns_several,
+    send_targets,
+    unfollowed_commands,
+    writes_command_goto,
+)
 from importers.langgraph._diagnostics import (
     DEFERRED_NODE,
     MANAGED_VALUE,
@@ -30,9 +39,9 @@ from importers.langgraph._diagnostics import (
     NODE_WITHOUT_IMPORT_PATH,
     REDUCER_WITHOUT_IMPORT_PATH,
     ROUTER_WITHOUT_IMPORT_PATH,
-    SEVERAL_DESTINATIONS,
     STATE_SCHEMA,
     UNSUPPORTED_CHANNEL,
+    UNSUPPORTED_COMMAND,
     UNSUPPORTED_NODE,
     Findings,
 )
@@ -264,12 +273,24 @@ class _GraphReader:
                 subject,
                 f"it takes {', '.join(injected)}, which LangGraph passes and a PAL playbook call does not",
             )
+        if not ends and (_is_bare_command(_return_annotation(function)) or writes_command_goto(function)):
+            # `-> Command` (or no annotation) names no destinations: its goto may be any node, or END.
+            ends = self._command_ends([*self.builder.nodes, END])
+        for what in unfollowed_commands(function):
+            self.findings.add(
+                UNSUPPORTED_COMMAND,
+                subject,
+                f"it may return {what}, which the imported program does not follow (it stops there with an "
+                "error); route with Command(goto=<node names>) or a conditional edge",
+            )
         return Node(
             name=name,
             kind=NodeKind.FUNCTION,
             callee=callee,
             view=self.view(spec.input_schema, subject),
             command_ends=ends,
+            parallel_goto=bool(ends) and gotos_several(function),
+            goto_combinations=goto_combinations(function),
             asks_human=calls_interrupt(function),
         )
 
@@ -350,15 +371,19 @@ class _GraphReader:
             _, why = import_path(function)
             self.findings.add(ROUTER_WITHOUT_IMPORT_PATH, subject, f"it cannot be imported by path: {why}")
         returns = _return_annotation(function)
-        if returns is not None and _is_list_of_names(returns):
-            self.findings.add(
-                SEVERAL_DESTINATIONS,
-                subject,
-                "it may return several destinations at once; the imported program follows one per step and "
-                "stops with an error if it gets more",
-            )
+        may_send = _may_send(function, returns)
+        several = (
+            may_send or (returns is not None and _is_list_of_names(returns)) or returns_several(function)
+        )
         return Router(
-            source=source, callee=callee, ends=ends, may_send=_may_send(function, returns), view=view
+            source=source,
+            callee=callee,
+            ends=ends,
+            may_send=may_send,
+            view=view,
+            several=several,
+            send_targets=send_targets(function) if may_send else None,
+            combinations=None if may_send else return_combinations(function),
         )
 
     def view(self, schema: Any, subject: str) -> InputView | None:
@@ -414,6 +439,13 @@ def _return_annotation(function: Any) -> Any:
         return typing.get_type_hints(function).get("return")
     except Exception:  # unresolvable forward references: the annotation says nothing usable
         return None
+
+
+def _is_bare_command(annotation: Any) -> bool:
+    """Whether a return annotation is `Command` itself, without `Literal[...]` destinations."""
+    from langgraph.types import Command
+
+    return annotation is Command
 
 
 def _is_list_of_names(annotation: Any) -> bool:

@@ -5,7 +5,9 @@
 PalSyntaxError listing every problem with its `file:line:col` and the marked source line.
 
 Step, trigger, note, playbook and agent spans point into the markdown, and `Program.source` is the
-markdown file, so later diagnostics about a compiled program name the line its author wrote. Error
+markdown file, so later diagnostics about a compiled program name the line its author wrote. The
+compiled program is validated before it is returned: a validator error is a compile error at the
+markdown line (the compiler never writes PAL that `pal validate` rejects). Error
 codes are the parser's (PAL001-PAL012) for the same kinds of problem, and PAL020 for a jump whose
 target cannot be found.
 
@@ -99,27 +101,49 @@ closing `RET`. `CHK` steps are never generated: where a note applies is a judgem
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from pal_core.compiler.build import build_program
 from pal_core.compiler.markdown import read_markdown
 from pal_core.compiler.reporter import Reporter
+from pal_core.errors import Diagnostic, PalSyntaxError, Severity
 from pal_core.gc_pause import paused_cyclic_gc
 from pal_core.ir import Program
 
 __all__ = ["compile_file", "compile_markdown"]
 
 
-def compile_markdown(text: str, *, file: str | None = None) -> Program:
+def compile_markdown(text: str, *, file: str | None = None, check: bool = True) -> Program:
     """Compile Playbooks markdown to the PAL IR; raise PalSyntaxError listing every problem. A leading byte
-    order mark is ignored."""
+    order mark is ignored.
+
+    With `check` (the default) the compiled program is also validated: markdown whose PAL the validator
+    rejects (an `Otherwise` after an action, a call of a playbook that does not exist) fails here, each
+    error at its markdown line with the line marked, rather than compiling to a program that cannot run.
+    `pal validate` passes `check=False` and validates itself, to report warnings too.
+    """
     text = text.removeprefix("\ufeff")
     with paused_cyclic_gc():
         reporter = Reporter(text, file)
         document = read_markdown(text, reporter)
         program = build_program(document, reporter, file)
         reporter.raise_if_any()
-        return program
+    if check:
+        from pal_core.validate import validate
+
+        errors = [item for item in validate(program, source_text=text) if item.severity is Severity.ERROR]
+        if errors:
+            raise PalSyntaxError([_placed(item, text) for item in errors])
+    return program
+
+
+def _placed(diagnostic: Diagnostic, text: str) -> Diagnostic:
+    """A finding about the whole file (no agent at all) is reported at line 1 of the markdown."""
+    if diagnostic.line:
+        return diagnostic
+    first = text.splitlines()[0] if text.strip() else ""
+    return dataclasses.replace(diagnostic, line=1, column=1, source_line=first)
 
 
 def compile_file(path: str | Path) -> Program:

@@ -18,6 +18,7 @@ from pal_core.ir import (
     Trigger,
     too_deep,
 )
+from pal_core.remote_names import pal_name
 from pal_core.validate import rules
 from pal_core.validate.builtin_playbooks import is_builtin
 from pal_core.validate.report import Location, PythonDecorator, PythonDef, Reporter
@@ -31,6 +32,10 @@ _PROMPT_MODES = frozenset({"react", "raw"})
 _HUMAN_ATTENDEES = frozenset({"human", "user"})
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _PYTHON_BINDING_RE = re.compile(rf"{_DOTTED}:{_DOTTED}\Z")
+# `Agent.tool-name(`: a name with `-` (or more dots) right before the call's parenthesis.
+_DOTTED_CALL_RE = re.compile(
+    r"(?<![\w.$])(?P<agent>[A-Z]\w*)\.(?P<tool>[A-Za-z0-9_]+(?:[-.][A-Za-z0-9_]+)*[-.][A-Za-z0-9_]+)\s*\("
+)
 _TRIGGER_CONDITION_CODES = frozenset({"CND", "EVT"})
 
 
@@ -72,7 +77,7 @@ def _index_playbooks(agent: Agent) -> dict[str, Playbook]:
 
 
 class _AgentChecker:
-    __slots__ = ("agent", "agents", "playbooks", "playbooks_of", "report")
+    __slots__ = ("agent", "agents", "playbooks", "playbooks_of", "remote_agents", "report")
 
     def __init__(
         self,
@@ -86,6 +91,9 @@ class _AgentChecker:
         self.playbooks_of = playbooks_of
         self.report = report
         self.playbooks: dict[str, Playbook] = {}
+        self.remote_agents = frozenset(
+            name for name, item in agents.items() if item.metadata.remote is not None
+        )
 
     def run(self) -> None:
         agent = self.agent
@@ -185,6 +193,9 @@ class _AgentChecker:
             return
         for step in check_steps(playbook, self.report, span):
             self.check_call(step, span)
+        if self.remote_agents:
+            for step in playbook.all_steps():
+                self.check_remote_names(step, span)
 
     @staticmethod
     def trigger_location(trigger: Trigger, playbook: Location) -> Location:
@@ -317,6 +328,23 @@ class _AgentChecker:
                 f"mark it with 'public: true' metadata (or @playbook(public=True))",
                 span,
                 token=call.name,
+            )
+
+    def check_remote_names(self, step: Step, fallback: Location) -> None:
+        """`Everything.get-sum(...)`: a remote agent's tool written by its own name, which PAL reads as a
+        subtraction; the tool's PAL name is `get_sum` (pal_core.remote_names)."""
+        if "." not in step.text or "(" not in step.text:
+            return
+        for match in _DOTTED_CALL_RE.finditer(step.text):
+            agent_name, tool = match.group("agent"), match.group("tool")
+            if agent_name not in self.remote_agents:
+                continue
+            self.report.add(
+                rules.REMOTE_TOOL_NAME,
+                f"step {step.line} writes {agent_name}.{tool}(...), but PAL reads '{tool}' as an expression; "
+                f"remote tools are called by their PAL names: {agent_name}.{pal_name(tool)}(...)",
+                step.span or fallback,
+                token=f"{agent_name}.{tool}",
             )
 
     def elsewhere_hint(self, playbook_name: str) -> str:

@@ -133,6 +133,12 @@ PRIVATE_AGENT_PLAYBOOK = Rule(
     severity=_E,
     summary="`Agent.Playbook` names a playbook that is not public",
 )
+REMOTE_TOOL_NAME = Rule(
+    code="PAL134",
+    name="remote-tool-name",
+    severity=_W,
+    summary="a step writes a remote tool's own name (`get-sum`), which is not a PAL name",
+)
 
 # --- playbooks -------------------------------------------------------------------------------------
 UNTYPED_PUBLIC_PARAMETER = Rule(
@@ -221,6 +227,7 @@ RULES: Mapping[str, Rule] = MappingProxyType(
             UNKNOWN_AGENT,
             UNKNOWN_AGENT_PLAYBOOK,
             PRIVATE_AGENT_PLAYBOOK,
+            REMOTE_TOOL_NAME,
             UNTYPED_PUBLIC_PARAMETER,
             EMPTY_PLAYBOOK,
             BAD_PLAYBOOK_NAME,

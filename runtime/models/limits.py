@@ -35,7 +35,7 @@ class ModelCallLimitExceeded(ModelError):
         """The model the refused call was for."""
         super().__init__(
             f"the run reached its limit of {limit} model call{'s' if limit != 1 else ''}; "
-            f"refused one more call to {model!r} (raise max_calls to allow more)"
+            f"refused one more call to {model!r}"
         )
 
 

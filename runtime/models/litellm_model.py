@@ -213,8 +213,40 @@ class LiteLLMModel:
         return head if slash else None
 
     async def prepare(self) -> None:
-        """Import litellm now, so the first call's time (and its timeout) is the call's own."""
-        await _litellm(self.provider)
+        """Import litellm now, so the first call's time (and its timeout) is the call's own, and check
+        what would fail every call: ModelNotAvailable when litellm knows no provider for the model string
+        (naming the accepted forms) or when the provider's API key is not in the environment."""
+        litellm = await _litellm(self.provider)
+        if self.provider in _providers:
+            return  # a provider of ours: its handler checks what it needs
+        try:
+            litellm.get_llm_provider(self._model, api_base=self.extra.get("api_base"))
+        except Exception:
+            from runtime.models.registry import spec_forms
+
+            raise ModelNotAvailable(
+                f"model {self._model!r}: litellm knows no provider for it; write provider/model, such as "
+                f"openai/gpt-4o-mini.\n{spec_forms()}"
+            ) from None
+        missing = self.missing_keys(litellm)
+        if missing:
+            raise ModelNotAvailable(
+                f"model {self._model!r} needs the API key {' or '.join(missing)} in the environment; "
+                "set it (export NAME=...) or pass api_key"
+            )
+
+    def missing_keys(self, litellm: ModuleType) -> list[str]:
+        """The provider's API key variables litellm finds unset; empty when `extra` brings a key or its
+        own endpoint (a local server may need none), or the provider needs no key."""
+        if "api_key" in self.extra or "api_base" in self.extra:
+            return []
+        try:
+            found = litellm.validate_environment(model=self._model)
+        except Exception:  # litellm cannot tell: let the call decide
+            return []
+        names = found.get("missing_keys") or [] if isinstance(found, Mapping) else []
+        # Only keys and tokens: an unset endpoint variable (OLLAMA_API_BASE) has a working default.
+        return [name for name in names if isinstance(name, str) and ("KEY" in name or "TOKEN" in name)]
 
     def sends_grammar(self) -> bool:
         """Whether requests' grammars reach this model (its provider accepts them)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from runtime.models.base import Model, ModelNotAvailable
 from runtime.models.litellm_model import LiteLLMModel
@@ -90,6 +91,26 @@ def resolve_model(spec: str | Model | None, *, default: str | None = None) -> Mo
         if text.startswith(prefix):
             return _factories[prefix](text[len(prefix) :])
     return LiteLLMModel(text)
+
+
+def absolute_spec(spec: str, base: str | Path | None = None) -> str:
+    """`spec` with the files it names made absolute (relative to `base`, default the current directory),
+    for a process that starts elsewhere (Claude Desktop starts servers in its own directory):
+    `scripted:a.jsonl`, `replay:c.jsonl[=<spec>]`, `record:c.jsonl=<spec>` and `local/<file>.gguf`; other
+    specs are returned unchanged."""
+    folder = Path(base) if base is not None else Path.cwd()
+    text = spec.strip()
+    for form in ("scripted:", "replay:", "record:"):
+        if text.startswith(form):
+            rest = text[len(form) :]
+            path, equals, inner = rest.partition("=") if form != "scripted:" else (rest, "", "")
+            if not path.strip():
+                return spec
+            absolute = str((folder / Path(path.strip()).expanduser()).resolve())
+            return f"{form}{absolute}{equals}{absolute_spec(inner, folder) if equals else ''}"
+    if text.startswith("local/") and text.lower().endswith(".gguf"):
+        return f"local/{(folder / Path(text[len('local/') :]).expanduser()).resolve()}"
+    return spec
 
 
 def spec_forms() -> str:

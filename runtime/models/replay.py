@@ -207,6 +207,13 @@ class ReplayModel:
         """Requests answered or refused so far."""
         return sum(self._asked.values())
 
+    async def prepare(self) -> None:
+        """In `record` mode, which asks the inner model every time, prepare it now (a litellm model checks
+        its provider and API key); in the other modes the cassette may answer everything."""
+        prepare = getattr(self.inner, "prepare", None) if self.mode == "record" else None
+        if prepare is not None:
+            await prepare()
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The recorded answer to `request`, or the inner model's answer, recorded."""
         prompt_hash = request.prompt_hash()

@@ -36,6 +36,9 @@ EQUIVALENT_GRAPHS = (
     "routes",
     "pydantic_state",
     "async_nodes",
+    "map_reduce",
+    "parallel_goto",
+    "counter",
 )
 RUN_SECONDS = 30
 

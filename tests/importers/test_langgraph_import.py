@@ -38,6 +38,8 @@ PLAIN_GRAPHS = (
     "routes",
     "pydantic_state",
     "async_nodes",
+    "map_reduce",
+    "parallel_goto",
 )
 GOLDENS: dict[str, str] = {
     **{name: f"tests.fixtures.langgraph.{name}:graph" for name in PLAIN_GRAPHS},
@@ -283,9 +285,9 @@ def test_names_come_from_the_compiled_graph_or_the_target() -> None:
 def test_a_state_graph_builder_imports_like_its_compiled_graph() -> None:
     built = write(import_target("tests.fixtures.langgraph.linear:builder").program)
     compiled = write(import_target("tests.fixtures.langgraph.linear:graph").program)
-    assert built.replace("LinearBuilder", "X").replace(":builder", ":g") == compiled.replace(
-        "LinearGraph", "X"
-    ).replace(":graph", ":g")
+    assert built.replace("LinearBuilder", "X").replace(":builder", ":g").replace(
+        "tool: linear_builder", "tool: t"
+    ) == compiled.replace("LinearGraph", "X").replace(":graph", ":g").replace("tool: linear_graph", "tool: t")
 
 
 def test_pydantic_state_is_rebuilt_for_each_node() -> None:
@@ -304,6 +306,7 @@ DIAGNOSTIC_CASES = [
     ("channel_kinds", "LG105", "state key 'remaining_steps'"),
     ("needs_context", "LG110", "node 'configured'"),
     ("list_router", "LG111", "router after 'start'"),
+    ("command_send", "LG117", "node 'start'"),
     ("runnable_nodes", "LG116", "node 'chain'"),
     ("runnable_nodes", "LG116", "node 'method'"),
     ("too_large", "LG115", "graph 'too_large'"),
@@ -312,6 +315,15 @@ DIAGNOSTIC_CASES = [
     ("agent_problems", "LG114", "agent 'troubled', tool 'read_state'"),
     ("agent_problems", "LG113", "agent 'troubled'"),
 ]
+
+
+@pytest.mark.parametrize(("attribute", "code", "subject"), DIAGNOSTIC_CASES)
+def test_strict_import_refuses_what_cannot_run(attribute: str, code: str, subject: str) -> None:
+    from tests.fixtures.langgraph import diagnostic_graphs
+
+    with pytest.raises(ImportFailed) as caught:
+        import_graph(getattr(diagnostic_graphs, attribute), name=attribute, strict=True)
+    assert f"{code} {subject}:" in str(caught.value)
 
 
 @pytest.mark.parametrize(("attribute", "code", "subject"), DIAGNOSTIC_CASES)

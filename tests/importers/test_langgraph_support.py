@@ -173,6 +173,38 @@ def test_destination_refuses_what_the_program_cannot_follow(result: Any, ends: A
         support.destination(result, "a", ends)
 
 
+def test_several_destinations_come_in_the_programs_order_without_end() -> None:
+    order = ["b", "c", "d"]
+    assert support.destinations(["d", "b"], "a", ["b", "c", "d"], order=order) == ["b", "d"]
+    assert support.destinations("c", "a", ["b", "c", "d", "__end__"], order=order) == ["c"]
+    assert support.destinations("__end__", "a", ["b", "__end__"], order=order) == []
+    sends = [Send("d", {"v": 1}), Send("b", {"v": 2}), Send("d", {"v": 3})]
+    assert support.destinations(sends, "a", ["b", "d"], sends=True, order=["b", "d"]) == ["b", "d"]
+    assert support.destinations([], "a", ["b", "d"], sends=True, order=["b", "d"]) == []
+    with pytest.raises(GraphStepError, match=r"named \['e'\], but the import found only \['b', 'c', 'd'\]"):
+        support.destinations(["e"], "a", None, order=order)
+
+
+def test_packets_for_several_nodes_keep_langgraphs_order() -> None:
+    result = ["c", Send("d", {"v": 1}), Send("b", {"v": 2}), "b"]
+    assert support.send_packets(result, ["b", "c", "d"], {"s": 0}) == [
+        ["b", {"s": 0}],
+        ["c", {"s": 0}],
+        ["d", {"v": 1}],
+        ["b", {"v": 2}],
+    ]
+
+
+def test_a_parallel_goto_names_its_nodes_in_the_programs_order() -> None:
+    order = ["audit", "notify", "close"]
+    assert support.command_gotos(Command(goto=["notify", "audit"]), "t", order) == ["audit", "notify"]
+    assert support.command_gotos(Command(goto="close"), "t", order) == ["close"]
+    assert support.command_gotos(Command(goto="__end__"), "t", order) == []
+    assert support.command_gotos(Command(update={"x": 1}), "t", order) == []
+    with pytest.raises(GraphStepError, match="not a Send fan-out"):
+        support.command_gotos(Command(goto=[Send("audit", {})]), "t", order)
+
+
 def test_sends_to_one_node_are_one_destination_with_their_args_in_order() -> None:
     result = [Send("m", {"v": 1}), Send("m", {"v": 2})]
     assert support.destination(result, "a", ["m"], sends=True) == "m"

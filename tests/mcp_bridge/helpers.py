@@ -97,3 +97,19 @@ async def process_transport(process: Process, stdout_lines: list[str]) -> AsyncI
             yield read_stream, write_stream
         finally:
             group.cancel_scope.cancel()
+
+
+EVERYTHING_PACKAGE = "@modelcontextprotocol/server-everything@2026.8.31"
+"""The MCP reference server the Makefile's `peers` target installs into .venvs/server-everything."""
+
+
+def mcp_server_everything() -> str | None:
+    """The `mcp-server-everything` executable: $PAL_TEST_MCP_EVERYTHING, the one `make peers` installs, or
+    PATH."""
+    configured = os.environ.get("PAL_TEST_MCP_EVERYTHING")
+    if configured:
+        return configured
+    local = REPO / ".venvs" / "server-everything" / "node_modules" / ".bin" / "mcp-server-everything"
+    if local.is_file():
+        return str(local)
+    return shutil.which("mcp-server-everything")

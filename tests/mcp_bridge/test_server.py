@@ -151,7 +151,7 @@ async def test_runtime_failures_are_tool_errors_with_a_message_and_no_traceback(
             after = await client.call_tool("Add", {"a": 1, "b": 2})
     assert raised.is_error
     assert text_of(raised) == (
-        "Divide failed: Calculator:Divide: Python playbook Divide raised ZeroDivisionError: division by zero"
+        "Divide failed: Calculator:Divide: Python playbook Divide raised ZeroDivisionError: float division by zero"
     )
     assert no_model.is_error
     assert "this step needs a model and none is configured; pass --model" in text_of(no_model)

@@ -99,6 +99,13 @@ async def test_with_a_token_http_requests_without_it_are_refused() -> None:
                 )
             async with _http_client(endpoint.url, "t0ken") as client:
                 added = await client.call_tool("Add", {"a": 1, "b": 2})
+            # The scheme is case-insensitive (RFC 9110): clients that send `bearer` are let in.
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": "bearer t0ken"}) as http,
+                Client(streamable_http_client(endpoint.url, http_client=http)) as lower,
+            ):
+                lowered = await lower.call_tool("Add", {"a": 2, "b": 2})
+    assert lowered.structured_content == {"result": 4}
     assert missing.status_code == 401
     assert missing.headers["www-authenticate"].startswith("Bearer")
     assert "no bearer token was given" in missing.json()["error"]["message"]
@@ -206,7 +213,10 @@ async def test_pal_mcp_serve_over_http_in_a_subprocess_and_ctrl_c_stops_it() -> 
     ("extra", "message"),
     [
         (["--token", "x"], "error: --token applies to --transport http"),
-        (["--transport", "http", "--port", "70000"], "error: --port must be between 0 and 65535, got 70000"),
+        (
+            ["--transport", "http", "--port", "70000"],
+            "error: argument --port: must be a port number 0-65535, got '70000'",
+        ),
     ],
 )
 async def test_pal_mcp_serve_refuses_bad_options(extra: list[str], message: str) -> None:

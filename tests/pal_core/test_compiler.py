@@ -205,13 +205,15 @@ def test_descriptions_are_generated_when_missing_and_kept_when_written() -> None
     ],
 )
 def test_trigger_codes(text: str, code: str, kept: str) -> None:
-    playbook = compile_markdown(f"# A\nText.\n\n## P\n### Triggers\n- {text}\n").agents[0].playbooks[0]
+    # A fragment (a playbook without steps): the compiler's reading, not a whole program, is under test.
+    markdown = f"# A\nText.\n\n## P\n### Triggers\n- {text}\n"
+    playbook = compile_markdown(markdown, check=False).agents[0].playbooks[0]
     assert [(t.id, t.code, t.text) for t in playbook.triggers] == [("T1", code, kept)]
 
 
 def test_notes_are_numbered_in_reading_order_and_continuation_lines_join() -> None:
     markdown = "# A\nText.\n\n## P\n### Notes\n- Be brief\n  and kind\n- Use names\n  - first names only\n"
-    notes = compile_markdown(markdown).agents[0].playbooks[0].notes
+    notes = compile_markdown(markdown, check=False).agents[0].playbooks[0].notes
     assert [(note.id, note.text) for note in notes] == [
         ("N1", "Be brief and kind"),
         ("N2", "Use names"),
@@ -364,7 +366,8 @@ def test_conditions_split_inline_actions() -> None:
 def test_condition_kinds() -> None:
     program = compile_markdown(
         "# A\nT.\n\n## P\n### Steps\n- If a\n- Otherwise if b\n- Otherwise\n- While c\n- For each $d in $e\n"
-        "- When f\n- Until g\n"
+        "- When f\n- Until g\n",
+        check=False,  # conditions without bodies: a fragment
     )
     kinds = [step.condition.kind for step in program.agents[0].playbooks[0].steps if step.condition]
     assert kinds == [
@@ -716,3 +719,47 @@ def test_a_title_that_starts_like_markdown_gives_a_plain_description() -> None:
     assert (agent.name, agent.description) == ("Intro", "Intro agent with the playbook SetupSteps.")
     assert agent.playbooks[0].description == "Setup steps."
     assert parse(write(program)) == program
+
+
+# --- the compiled program is validated -------------------------------------------------------------
+
+_OTHERWISE_AFTER_ACTION = (
+    "# Shop\nA shop.\n\n## Main\n### Triggers\n- At the beginning\n### Steps\n"
+    "- Ask the user for their order\n- Otherwise\n  - Ask again\n"
+)
+
+
+def test_markdown_whose_pal_the_validator_rejects_does_not_compile() -> None:
+    with pytest.raises(PalSyntaxError) as caught:
+        compile_markdown(_OTHERWISE_AFTER_ACTION, file="shop.pb")
+    (error,) = caught.value.errors
+    assert (error.file, error.line, error.column, error.code) == ("shop.pb", 9, 3, "PAL106")
+    assert error.format().endswith("    - Otherwise\n      ^^^^^^^^^")
+    program = compile_markdown(_OTHERWISE_AFTER_ACTION, file="shop.pb", check=False)
+    assert [step.opcode for step in program.agents[0].playbooks[0].steps][-2] == "CND"
+
+
+def test_an_empty_markdown_file_is_reported_at_line_one() -> None:
+    with pytest.raises(PalSyntaxError) as caught:
+        compile_markdown("\n", file="empty.pb")
+    assert [(item.line, item.code) for item in caught.value.errors] == [(1, "PAL153")]
+
+
+def test_pal_compile_reports_errors_and_warnings_at_markdown_lines(tmp_path: Path, capsys) -> None:
+    from runtime.cli import main
+
+    bad = tmp_path / "bad.pb"
+    bad.write_text(_OTHERWISE_AFTER_ACTION, encoding="utf-8")
+    assert main(["compile", str(bad), "-o", str(tmp_path / "bad.pal")]) == 1
+    assert not (tmp_path / "bad.pal").exists()
+    assert f"{bad}:9:3: PAL106" in capsys.readouterr().err
+    nested = tmp_path / "nested.pb"
+    nested.write_text(
+        "# Shop\nA shop.\n\n## Main\n### Triggers\n- At the beginning\n### Steps\n"
+        "- Ask the user for their order\n  - Thank them\n- Say goodbye\n",
+        encoding="utf-8",
+    )
+    assert main(["compile", str(nested), "-o", str(tmp_path / "nested.pal")]) == 0
+    err = capsys.readouterr().err
+    assert f"{nested}:8:3: PAL107 warning: QUE step 01 has sub-steps" in err
+    assert "    - Ask the user for their order\n" in err

@@ -70,6 +70,8 @@ EXPECTED: dict[str, list[tuple[str, int]]] = {
     "PAL132_unknown-agent-playbook.ok.pal": [],
     "PAL133_private-agent-playbook.bad.pal": [("PAL133", 7)],
     "PAL133_private-agent-playbook.ok.pal": [],
+    "PAL134_remote-tool-name.bad.pal": [("PAL134", 7), ("PAL134", 8)],
+    "PAL134_remote-tool-name.ok.pal": [],
     "PAL140_untyped-public-parameter.bad.pal": [("PAL140", 6), ("PAL140", 10)],
     "PAL140_untyped-public-parameter.ok.pal": [],
     "PAL141_empty-playbook.bad.pal": [("PAL141", 13)],

@@ -46,7 +46,7 @@ async def test_a_failing_python_playbook_names_itself_and_the_error() -> None:
 
 
 async def test_wrong_arguments_are_a_call_error() -> None:
-    with pytest.raises(CallError, match="Divide: missing a required argument: 'b'"):
+    with pytest.raises(CallError, match="Divide: invalid arguments: b is required"):
         await run_playbook(PROGRAM, "Divide", 1.0)
     with pytest.raises(CallError, match="no playbook Nope"):
         await run_playbook(PROGRAM, "Nope")

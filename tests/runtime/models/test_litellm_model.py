@@ -326,3 +326,25 @@ def test_the_provider_is_the_part_before_the_slash() -> None:
     assert LiteLLMModel("openai/gpt-4o-mini").provider == "openai"
     assert LiteLLMModel("gpt-4o-mini").provider is None
     assert LiteLLMModel("gpt-4o-mini").name == "gpt-4o-mini"
+
+
+async def test_prepare_refuses_a_model_string_litellm_has_no_provider_for() -> None:
+    with anyio.fail_after(BOUND), pytest.raises(ModelNotAvailable) as caught:
+        await LiteLLMModel("foo").prepare()
+    message = str(caught.value)
+    assert message.startswith("model 'foo': litellm knows no provider for it; write provider/model")
+    assert "scripted:answers.jsonl" in message and "local/smollm2" in message
+
+
+async def test_prepare_names_a_missing_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with anyio.fail_after(BOUND), pytest.raises(ModelNotAvailable) as caught:
+        await LiteLLMModel("anthropic/claude-3-5-haiku-latest").prepare()
+    assert str(caught.value) == (
+        "model 'anthropic/claude-3-5-haiku-latest' needs the API key ANTHROPIC_API_KEY in the environment; "
+        "set it (export NAME=...) or pass api_key"
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
+    await LiteLLMModel("anthropic/claude-3-5-haiku-latest").prepare()
+    await LiteLLMModel("openai/gpt-4o-mini", extra={"api_base": "http://127.0.0.1:9/v1"}).prepare()
+    await LiteLLMModel("ollama_chat/llama3").prepare()  # OLLAMA_API_BASE is unset, and not a key
