@@ -33,6 +33,7 @@ without end, stopped with a clear error before Python's own recursion limit (abo
 
 _call_depth: contextvars.ContextVar[int] = contextvars.ContextVar("pal_call_depth", default=0)
 
+
 class Execution:
     """One agent executing a chain of playbook calls."""
 
