@@ -33,8 +33,11 @@ class _Held:
     snapshots: list[SnapshotRow] = field(default_factory=list)
     keys: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def snapshot_at(self) -> int:
+        return self.snapshots[-1][0] if self.snapshots else 0
+
     def row(self) -> ThreadRow:
-        snapshot_at = self.snapshots[-1][0] if self.snapshots else 0
         return (
             self.id,
             self.path,
@@ -46,7 +49,7 @@ class _Held:
             self.parent_id,
             self.parent_entry,
             len(self.entries),
-            snapshot_at,
+            self.snapshot_at,
             self.version,
         )
 
@@ -159,7 +162,7 @@ class MemoryStore(Store):
         if status is not None:
             held.status = status
         held.updated = now
-        return rows, held.row()[10]
+        return rows, held.snapshot_at
 
     async def _entries(self, thread_id: str, first: int, last: int | None) -> list[EntryRow]:
         held = self._held(thread_id)

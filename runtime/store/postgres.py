@@ -144,9 +144,10 @@ class PostgresStore(Store):
         return self._connection
 
     async def _close(self) -> None:
-        if self._connection is not None:
-            await self._connection.close()
-            self._connection = None
+        async with self._lock:  # after the transaction in flight, if any
+            if self._connection is not None:
+                await self._connection.close()
+                self._connection = None
 
     async def _transaction(self, work: Callable[[Cursor], Awaitable[T]], *, snapshot: bool = False) -> T:
         """Run `work(cursor)` in one transaction; with `snapshot`, in one view of the database (REPEATABLE

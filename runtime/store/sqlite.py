@@ -166,11 +166,11 @@ class SQLiteStore(Store):
         connection.execute("BEGIN IMMEDIATE")
         try:
             result = work(connection, *args)
+            connection.execute("COMMIT")
         except BaseException:
-            if connection.in_transaction:
+            if connection.in_transaction:  # a failed COMMIT leaves it open: the next BEGIN must not fail
                 connection.execute("ROLLBACK")
             raise
-        connection.execute("COMMIT")
         return result
 
     @staticmethod
