@@ -63,6 +63,9 @@ async def test_a_dropped_connection_is_reopened_on_the_next_call(postgres_url: s
 
 async def test_an_unreachable_server_is_a_clear_error() -> None:
     pytest.importorskip("psycopg", reason="psycopg 3 is not installed")
-    with pytest.raises(StoreUnavailable, match=r"postgresql://pal@127.0.0.1:1/x\?connect_timeout=5: cannot connect: .*refused"):
+    with pytest.raises(
+        StoreUnavailable,
+        match=r"postgresql://pal@127.0.0.1:1/x\?connect_timeout=5: cannot connect: .*refused",
+    ):
         async with open_store("postgresql://pal@127.0.0.1:1/x?connect_timeout=5"):
             pass
