@@ -1,0 +1,83 @@
+"""Fixtures of the store tests: one store of each kind, and the throwaway Postgres cluster behind the
+Postgres one (started once per session, stopped by its pid; each test gets a schema of its own)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from runtime.store import ProgramRef, Store, open_store
+from tests.runtime.store.postgres_cluster import PostgresCluster, find_binaries
+
+STORE_KINDS = ("memory", "sqlite", "postgres")
+SNAPSHOT_EVERY = 3
+PROGRAM = ProgramRef.of_source("# Demo\n## Main() -> None\n### Steps\n01:RET\n", path="/programs/demo.pal")
+
+_schemas = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    binaries = find_binaries()
+    if binaries is None:
+        pytest.skip(
+            "PostgreSQL is not installed (no initdb/postgres on PATH or in /usr/lib/postgresql/*/bin); "
+            "install Debian's postgresql package (.ci/run does)"
+        )
+    pytest.importorskip("psycopg", reason="psycopg 3 is not installed: pip install 'pal-bridge[postgres]'")
+    cluster = PostgresCluster(binaries)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: PostgresCluster) -> str:
+    """A URL whose tables live in a fresh schema of their own (cheaper than a database per test)."""
+    import psycopg
+
+    schema = f"test_{next(_schemas)}"
+    with psycopg.connect(postgres_cluster.url(), autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    return f"{postgres_cluster.url()}?options=-csearch_path%3D{schema}"
+
+
+def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if kind == "memory":
+        return "memory://"
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return _url(request.param, request, tmp_path)
+
+
+@pytest.fixture(params=("sqlite", "postgres"))
+def durable_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The stores that outlive their objects and are shared between processes."""
+    return _url(request.param, request, tmp_path)
+
+
+@pytest.fixture
+async def store(store_url: str) -> AsyncIterator[Store]:
+    async with open_store(store_url, snapshot_every=SNAPSHOT_EVERY) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def same_store_again(store: Store, store_url: str) -> AsyncIterator[Store]:
+    """A second connection to the same store (a second process would hold one); the memory store can only
+    be shared as the same object."""
+    if store_url == "memory://":
+        yield store
+        return
+    async with open_store(store_url, snapshot_every=SNAPSHOT_EVERY) as other:
+        yield other

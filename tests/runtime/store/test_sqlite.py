@@ -1,0 +1,82 @@
+"""What only the SQLite store promises: WAL mode, writers that wait for the lock off the event loop instead of
+failing, a clear error when the lock never comes, and clear errors for files that cannot hold a store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from runtime.store import NewEntry, StoreUnavailable, open_store
+from tests.runtime.store.conftest import PROGRAM
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_file_is_in_wal_mode_with_the_chosen_durability(tmp_path: Path) -> None:
+    database = tmp_path / "runs.db"
+    async with open_store(f"sqlite:///{database}?synchronous=full") as store:
+        await store.create_thread(PROGRAM, thread_id="t")
+        with sqlite3.connect(database) as probe:
+            assert probe.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+            tables = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        probe.close()
+        assert tables == {"pal_store_meta", "pal_threads", "pal_entries", "pal_snapshots"}
+
+        def synchronous(connection: sqlite3.Connection) -> int:
+            return connection.execute("PRAGMA synchronous").fetchone()[0]
+
+        assert await store._run(synchronous) == 2  # FULL; the store's own connection, on its own thread
+
+
+async def test_a_writer_waits_for_another_process_lock_without_blocking_the_loop(tmp_path: Path) -> None:
+    database = tmp_path / "runs.db"
+    async with open_store(f"sqlite:///{database}") as store:
+        await store.create_thread(PROGRAM, thread_id="t")
+        other = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        appended = []
+
+        async def append() -> None:
+            appended.append(await store.append("t", NewEntry(kind="turn", payload={"a": 1}), expected_last=0))
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(append)
+                await anyio.wait_all_tasks_blocked()  # the loop is free while the append waits for the lock
+                assert appended == []
+                other.execute("COMMIT")
+        other.close()
+        assert appended[0].last == 1
+
+
+async def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(tmp_path: Path) -> None:
+    database = tmp_path / "runs.db"
+    async with open_store(f"sqlite:///{database}?busy_timeout=0.2") as store:
+        await store.create_thread(PROGRAM, thread_id="t")
+        other = sqlite3.connect(database, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StoreUnavailable, match=r"stayed locked for 0.2 s \(busy_timeout\)"):
+                await store.append("t", NewEntry(kind="turn", payload={}), expected_last=0)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        await store.append(
+            "t", NewEntry(kind="turn", payload={}), expected_last=0
+        )  # nothing was half-written
+
+
+async def test_files_that_cannot_hold_a_store(tmp_path: Path) -> None:
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a database, just notes\n" * 100, encoding="utf-8")
+    with pytest.raises(StoreUnavailable, match=r"notes.txt: not a SQLite database"):
+        async with open_store(f"sqlite:///{junk}"):
+            pass
+    blocked = tmp_path / "a-file"
+    blocked.write_text("", encoding="utf-8")
+    with pytest.raises(StoreUnavailable, match="cannot create its folder"):
+        async with open_store(f"sqlite:///{blocked}/sub/runs.db"):
+            pass
