@@ -63,6 +63,8 @@ def _playbook_from_function(
     problems: list[CodeProblem] = []
     triggers: list[Trigger] = []
     public: bool | None = None
+    permissions: dict[str, bool] = {}
+    """`model_callable=False` / `requires_approval=True` (what a model may call: docs/security.md)."""
     description: str | None = None
     extra: dict[str, object] = {}
     if isinstance(decorator, ast.Call):
@@ -108,6 +110,8 @@ def _playbook_from_function(
                     )
             elif keyword.arg == "public":
                 public = bool(value)
+            elif keyword.arg in ("model_callable", "requires_approval") and isinstance(value, bool):
+                permissions[keyword.arg] = value
             elif keyword.arg == "description" and isinstance(value, str):
                 description = value
             elif _json_like(value):
@@ -121,7 +125,7 @@ def _playbook_from_function(
         parameters=_parameters(node.args),
         returns=ast.unparse(node.returns) if node.returns is not None else None,
         description=description,
-        metadata=Metadata(public=public, extra=extra),
+        metadata=Metadata(public=public, extra=extra, **permissions),
         triggers=tuple(triggers),
         code_block=block_index,
     )

@@ -164,9 +164,17 @@ def _playbook_from_function(function: PlaybookFunction) -> Playbook:
         parameters=parameters,
         returns=_annotation(signature.return_annotation),
         description=inspect.getdoc(function.function) or "",
-        metadata=Metadata(public=function.spec.public or None),
+        metadata=Metadata(
+            public=function.spec.public or None,
+            model_callable=_flag(function.spec.options.get("model_callable")),
+            requires_approval=_flag(function.spec.options.get("requires_approval")),
+        ),
         triggers=tuple(triggers),
     )
+
+
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def _annotation(annotation: Any) -> str | None:
