@@ -6,9 +6,10 @@ runtime.local.turns) and writes each step the way the turn grammar admits it: th
 starts the playbook, the second continues after the first one's yield (or, when the first one
 finished the playbook, takes another branch from the start).
 
-Values are placeholders of the right type (`"example"`, `1`, `true`, ...) unless the program
-writes a literal; Say messages are the step's own instruction. Both are meant to show the shape of
-an answer, not its content.
+Values are stand-ins of the right kind (`"<order status>"`, `1`, `true`, ...) unless the program writes a
+literal; text stand-ins are in angle brackets, which the turn grammar never lets a model write as a value, so
+nothing of an example can be copied into what a model returns. Say messages are what an agent following the
+step's instruction would say. Both show the shape of an answer, not its content.
 """
 
 from __future__ import annotations
@@ -33,15 +34,24 @@ from runtime.local.turns import (
 )
 from runtime.models.base import ChatMessage
 
-_PLACEHOLDERS: dict[ValueKind, JsonValue] = {
-    ValueKind.STRING: "example",
-    ValueKind.INTEGER: 1,
-    ValueKind.NUMBER: 1.5,
-    ValueKind.BOOLEAN: True,
-    ValueKind.LIST: ["example"],
-    ValueKind.OBJECT: {"key": "example"},
-    ValueKind.ANY: "example",
-}
+_NUMBERS: dict[ValueKind, JsonValue] = {ValueKind.INTEGER: 1, ValueKind.NUMBER: 1.5, ValueKind.BOOLEAN: True}
+"""Stand-ins for values that are not text (a number cannot be told from a real one; text can)."""
+
+
+def stand_in(kind: ValueKind, what: str) -> JsonValue:
+    """The value an example shows for `what` (`order status`): a number of the right kind, or text in angle
+    brackets, `"<order status>"`, which the turn grammar never lets a model write as a value (no text value may
+    start with `<`), so a stand-in cannot be copied into a real answer."""
+    if kind in _NUMBERS:
+        return _NUMBERS[kind]
+    words = " ".join(what.replace("_", " ").split())[:40] or "value"
+    if kind is ValueKind.LIST:
+        return [f"<{words} item>"]
+    if kind is ValueKind.OBJECT:
+        return {"key": f"<{words}>"}
+    return f"<{words}>"
+
+
 _TYPED_VARIABLE = re.compile(r"\$([A-Za-z_]\w*)(?::[A-Za-z_]\w*(?:\[[^\]\n]*\])?)?")
 _NOT_IN_STRINGS = re.compile(r'["\\`\x00-\x1f]')
 _NOT_IN_NOTES = re.compile(r"[`\[\]\x00-\x1f]")
@@ -238,11 +248,13 @@ class _ExampleWriter:
     def _return(self, step: Step) -> str:
         plan = self.plan
         kind = plan.return_kind()
-        summary = _clip_string(f"{plan.playbook.name}() finished its steps", self.limits.summary_chars)
+        summary = _clip_string(f"<what {plan.playbook.name} did, in one sentence>", self.limits.summary_chars)
         if kind is None or (plan.playbook.returns is None and not step.text.strip()):
             value = "`Return[]`"
         else:
-            value = f"`Return[{_json(self._example_of(kind, step.text))}]`"
+            value = (
+                f"`Return[{_json(self._example_of(kind, step.text, f'what {plan.playbook.name} returns'))}]`"
+            )
         return f"{value} `Var[$__, {_json(summary)}]`"
 
     def _call(self, call: Call) -> str:
@@ -262,7 +274,10 @@ class _ExampleWriter:
             elif argument.kind is ArgKind.TEXT:
                 arguments.append(prefix + _json(_clip_string(argument.text, self.limits.string_chars)))
             else:  # a Python expression: the answer passes its value
-                arguments.append(prefix + _json(self._example_of(ValueKind.ANY, argument.text)))
+                arguments.append(
+                    prefix
+                    + _json(self._example_of(ValueKind.ANY, argument.text, argument.name or "argument"))
+                )
         return f"{result}{call.name}({', '.join(arguments)})"
 
     def _condition_note(self, step: Step, following: str | None) -> str:
@@ -286,21 +301,21 @@ class _ExampleWriter:
         self.set_here[name] = value
 
     def _placeholder(self, name: str) -> JsonValue:
-        return _PLACEHOLDERS[self.plan.variables.get(name, ValueKind.ANY)]
+        return stand_in(self.plan.variables.get(name, ValueKind.ANY), name)
 
     def _assigned(self, name: str, expression: str) -> JsonValue:
-        """The literal an assignment writes (`$x:int = 10`), else a placeholder of the variable's type."""
+        """The literal an assignment writes (`$x:int = 10`), else a stand-in for the variable."""
         kind = self.plan.variables.get(name, ValueKind.ANY)
         value = _literal(expression)
         if value is not None and _fits(value, kind, self.limits):
             return value
-        return _PLACEHOLDERS[kind]
+        return stand_in(kind, name)
 
-    def _example_of(self, kind: ValueKind, text: str) -> JsonValue:
+    def _example_of(self, kind: ValueKind, text: str, what: str) -> JsonValue:
         value = _literal(text)
         if value is not None and _fits(value, kind, self.limits):
             return value
-        return _PLACEHOLDERS[kind]
+        return stand_in(kind, what)
 
     def _message(self, instruction: str) -> str:
         """A Say message for the example: what an agent following the instruction would say (the small

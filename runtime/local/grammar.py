@@ -229,7 +229,7 @@ class _GrammarBuilder:
         else:
             value = f"{literal(' `Return[')} {self._value(kind)} {literal(']`')}"
         opening, closing = literal(' `Var[$__, "'), literal('"]`')
-        return f"{value} {opening} {self._chars('summary', self.limits.summary_chars)} {closing}"
+        return f"{value} {opening} {self._value_text('summary', self.limits.summary_chars)} {closing}"
 
     def _var_line(self, name: str, kind: ValueKind) -> str:
         close = literal("]`\n")
@@ -300,6 +300,15 @@ class _GrammarBuilder:
         self.rules.define("str-char", char_class('"\\`', _CONTROL, negated=True))
         return self.rules.define(rule_name(name, "text"), f"str-char{{{minimum},{maximum}}}")
 
+    def _value_text(self, name: str, maximum: int) -> str:
+        """The inside of a string value the model writes into a variable, a return or its summary: like
+        `_chars`, but never starting with `<`. The example turns show values as stand-ins such as
+        `"<order status>"`; a model that copied one would return made-up text, so no answer can."""
+        self.rules.define("str-char", char_class('"\\`', _CONTROL, negated=True))
+        self.rules.define("value-first-char", char_class('"\\`<', _CONTROL, negated=True))
+        body = f"( value-first-char str-char{{0,{maximum - 1}}} )?"
+        return self.rules.define(rule_name(name, "text"), body)
+
     def _say_message(self) -> str:
         text = self._chars("say", self.limits.say_chars, minimum=1)
         return self.rules.define("say-message", f"{_QUOTE} {text} {_QUOTE}")
@@ -324,7 +333,7 @@ class _GrammarBuilder:
         rules = self.rules
         limits = self.limits
         if kind is ValueKind.STRING:
-            text = self._chars("string", limits.string_chars)
+            text = self._value_text("string", limits.string_chars)
             return rules.define("v-string", f"{_QUOTE} {text} {_QUOTE}")
         if kind is ValueKind.INTEGER:
             return rules.define("v-integer", '"0" | "-"? [1-9] [0-9]{0,14}')

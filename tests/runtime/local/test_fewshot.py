@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -82,7 +83,20 @@ def test_examples_parse_follow_the_flow_and_fit_their_grammar(path: Path, agent:
             assert final.target.kind is last.yield_target.kind
         if last.opcode == "RET":
             assert final.target.kind is YieldKind.RETURN
-        assert _grammar(turn).accepts(turn.answer), turn.answer
+        grammar = _grammar(turn)
+        # The example fits its grammar once each stand-in is a real value; a stand-in itself never can be
+        # written (nothing of an example can be copied into what a model returns).
+        assert grammar.accepts(_filled_in(turn.answer)), turn.answer
+        if _STAND_IN.search(turn.answer):
+            assert not grammar.accepts(turn.answer), turn.answer
+
+
+_STAND_IN = re.compile(r'"<([^"<>]*)>"')
+
+
+def _filled_in(answer: str) -> str:
+    """The answer with each stand-in (`"<order status>"`) replaced by a value a real answer could hold."""
+    return _STAND_IN.sub(lambda found: '"' + found.group(1).replace(" ", "-") + '"', answer)
 
 
 @pytest.mark.parametrize(
@@ -94,6 +108,7 @@ def test_the_grammar_refuses_mutated_examples(path: Path, agent: str, playbook: 
     lines = list(flow.by_line)
     for turn in build_example_turns(local_context(source, agent, playbook)):
         grammar = _grammar(turn)
+        turn = replace(turn, answer=_filled_in(turn.answer))
         found = list(_STEP.finditer(turn.answer))
         for index, match in enumerate(found):
             legal = _entries(turn, flow) if index == 0 else flow.successors(found[index - 1]["line"])
@@ -125,10 +140,10 @@ def test_the_second_example_continues_after_the_first_ones_yield_with_what_the_u
     assert second.resume_after == "03"
     assert (
         second.situation
-        == 'Continue executing GreetTheUser at line 04. (The reply to line 03 says: name is "example".)'
+        == 'Continue executing GreetTheUser at line 04. (The reply to line 03 says: name is "<name>".)'
     )
     parsed = parse_answer(second.answer)
-    assert parsed.actions[0] == VarAction(name="name", value="example", raw='"example"')
+    assert parsed.actions[0] == VarAction(name="name", value="<name>", raw='"<name>"')
     assert [step.ref.line for step in parsed.steps] == ["04", "05", "06"]
     assert parsed.final_yield is not None and parsed.final_yield.target.kind is YieldKind.EXIT
 
@@ -145,7 +160,7 @@ def test_a_playbook_finished_in_one_turn_gets_another_branch_as_second_example()
 def test_a_one_step_playbook_has_one_example() -> None:
     facts = program(CORPUS / "05-country-facts.pbasm")
     (only,) = build_example_turns(local_context(facts, "FactsAboutNearbyCountries", "GetCountryFact"))
-    assert '`Step["GetCountryFact:01:RET"]` `Return["example"]`' in only.answer
+    assert '`Step["GetCountryFact:01:RET"]` `Return["<what GetCountryFact returns>"]`' in only.answer
     assert only.answer.endswith("yld return")
 
 
@@ -156,18 +171,18 @@ def test_literals_written_in_the_program_are_used() -> None:
     text = render_examples(build_example_turns(local_context(triggers, "ExampleProgram", "Main")))
     assert text.startswith("Example 1: Continue executing Main at line 01.\nrecap – ")
     assert (
-        '\n\nExample 2: Continue executing Main at line 03. (The reply to line 02 says: pin is "example".)'
+        '\n\nExample 2: Continue executing Main at line 03. (The reply to line 02 says: pin is "<pin>".)'
         in text
     )
 
 
-def test_values_that_do_not_fit_the_declared_type_become_placeholders() -> None:
+def test_values_that_do_not_fit_the_declared_type_become_stand_ins() -> None:
     steps = "01:EXE $n:int = 2.5\n02:EXE $m:list = [1, [2]]\n03:RET 7"
     source = parse(f"# Bot\nA bot.\n\n## Calc() -> str\nCalculates.\n### Steps\n{steps}\n")
     (only,) = build_example_turns(local_context(source, "Bot", "Calc"))
     assert "`Var[$n, 1]`" in only.answer
-    assert '`Var[$m, ["example"]]`' in only.answer
-    assert '`Return["example"]`' in only.answer
+    assert '`Var[$m, ["<m item>"]]`' in only.answer
+    assert '`Return["<what Calc returns>"]`' in only.answer
 
 
 def test_examples_become_chat_messages() -> None:
