@@ -132,6 +132,7 @@ class _ExampleWriter:
         lines: list[str] = []
         if resumed:
             asked = self._asked_before(self.plan.resume_after or "")
+            asked = (*asked, *(variable for variable in plan.needed_first(entry) if variable not in asked))
             situation = f"Continue executing {name} at line {entry}."
             if asked:
                 said = ", ".join(f"{variable} is {_json(self._placeholder(variable))}" for variable in asked)
@@ -145,9 +146,12 @@ class _ExampleWriter:
             situation = f"Continue executing {name} at line {entry}."
             lines.append("recap – " + _clip(f"starting {name}", self.limits.line_chars))
         lines.append("plan – " + _clip(f"execute {name} from line {entry}", self.limits.line_chars))
-        for variable in asked[: self.limits.leading_vars]:
+        # What the reply brings: first the variables the first step's call needs (the grammar requires them).
+        needed = plan.needed_first(entry)
+        leading = (*needed, *(variable for variable in asked if variable not in needed))
+        for variable in leading[: max(self.limits.leading_vars, len(needed))]:
             lines.append(self._var(variable, self._placeholder(variable)))
-        if asked:
+        if leading:
             lines.append("trig? no")
         ending = ""
         for index, line in enumerate(path):

@@ -90,13 +90,24 @@ class _GrammarBuilder:
 
     def build(self) -> str:
         plan = self.plan
-        body = alternatives(self._state(line, plan.budget) for line in plan.entries)
-        self.rules.define("body", body)
-        opening = ["body"]
         lead = self._leading_vars()
-        if lead is not None:
-            # No trigger may end the turn here: the verifier wants at least one step executed.
-            opening.append(f"{lead} {_TRIG_NO} body")
+        opening: list[str] = []
+        for line in plan.entries:
+            state = self._state(line, plan.budget)
+            needed = plan.needed_first(line)
+            if needed:
+                # The first step's call passes variables that do not exist yet (`Forecast(city=$city)` after
+                # asking the user): the answer must set them first, from what it was told.
+                required = " ".join(
+                    self._var_line(name, plan.variables.get(name, ValueKind.ANY)) for name in needed
+                )
+                more = f"{lead}?" if lead is not None else ""
+                opening.append(f"{required} {more} {_TRIG_NO} {state}")
+                continue
+            opening.append(state)
+            if lead is not None:
+                # No trigger may end the turn here: the verifier wants at least one step executed.
+                opening.append(f"{lead} {_TRIG_NO} {state}")
         line_text = self._line_text()
         recap, plan_head = literal("recap – "), literal("\nplan – ")
         root = f"{recap} {line_text} {plan_head} {line_text} {_NEWLINE} {alternatives(opening)}"

@@ -309,6 +309,19 @@ class TurnPlan:
             words.append("call")
         return tuple(words)
 
+    def needed_first(self, line: str) -> tuple[str, ...]:
+        """The `$variables` the call of `line` passes that do not exist yet: a turn starting there must set
+        them (with `Var[...]` lines, from what the user just said) before the step can make its call."""
+        step = self.steps[line]
+        if step.call is None or not writes_call(step) or step.call.name in SPEECH:
+            return ()
+        names: list[str] = []
+        for argument in step.call.arguments:
+            name = str(argument.value)
+            if argument.kind is ArgKind.VARIABLE and name not in self.existing and name not in names:
+                names.append(name)
+        return tuple(names)
+
     def mentioned(self, step: Step) -> tuple[str, ...]:
         """The variables the step's text names, in order of first mention."""
         names: list[str] = []

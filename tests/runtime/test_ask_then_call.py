@@ -8,6 +8,7 @@ import pytest
 from pal_core.parser import parse
 from runtime.api import run_program
 from runtime.models import ScriptedModel
+from runtime.trace import Tracer
 
 pytestmark = pytest.mark.anyio
 
@@ -53,12 +54,17 @@ TELL = (
 
 async def test_a_variable_set_in_the_answer_is_known_to_its_later_calls() -> None:
     model = ScriptedModel([ASK, CALL_WITH_REPLY, TELL])
-    result = await run_program(PROGRAM, model=model, messages=["Lisbon please"])
+    tracer = Tracer()
+    result = await run_program(PROGRAM, model=model, messages=["Lisbon please"], tracer=tracer)
     assert result.status == "exit", result.reason
     assert model.calls == 3  # no answer was rejected and asked again
     variables = next(iter(result.variables.values()))
     assert variables["city"] == "Lisbon"
     assert variables["forecast"] == "sunny, 24 C"
+    # Every variable change is in the trace, the Var line written before the answer's first step included.
+    changes = [(event.event, event.changed) for event in tracer.events if event.changed]
+    assert ("assign", {"city": "Lisbon"}) in changes
+    assert ("assign", {"forecast": "sunny, 24 C"}) in changes
 
 
 async def test_a_variable_used_before_the_answer_sets_it_is_still_unknown() -> None:

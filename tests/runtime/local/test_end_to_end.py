@@ -84,3 +84,43 @@ async def test_the_seed_customer_support_program_follows_its_flow() -> None:
     lines = [event.line for event in tracer.steps()]
     assert lines[:3] == ["01", "02", "03"]
     assert result.model_calls >= 2
+
+
+WEATHER = parse(
+    '''# Weather
+Tells the forecast of a city.
+
+```python
+FORECASTS = {"Lisbon": "sunny, 24 C", "Oslo": "snow, -3 C", "Cairo": "hot, 35 C"}
+
+
+@playbook
+async def Forecast(city: str) -> str:
+    """The forecast of a city."""
+    return FORECASTS.get(city.strip().title(), "unknown")
+```
+
+## Main() -> str
+### Triggers
+T1:BGN At the beginning
+### Steps
+01:QUE Say(user, Ask the user which city they want the weather for)
+02:YLD for user
+03:QUE $forecast:str = Forecast(city=$city)
+04:YLD for call
+05:RET $forecast
+''',
+    file="weather.pal",
+)
+
+
+async def test_ask_then_call_with_the_reply_in_one_answer() -> None:
+    # The most common real turn: the reply stored with `Var[$city, ...]` and the call made with it in the same
+    # answer. The bundled model's answer must pass the verifier the first time, and the Python playbook gets
+    # the city the user named.
+    result, tracer = await run_locally(WEATHER, ["Lisbon"])
+    assert _violations(tracer) == [], _trace(tracer)
+    assert result.status in ("idle", "exit"), f"{result.reason}\n{_trace(tracer)}"
+    variables = next(iter(result.variables.values()))
+    assert variables.get("city") == "Lisbon", _trace(tracer)
+    assert variables.get("forecast") == "sunny, 24 C", _trace(tracer)
