@@ -25,9 +25,9 @@ from typing import Any
 from importers import adk_support
 from importers.adk._diagnostics import Findings
 from importers.adk._model import Agent, AgentKind, Tool, ToolParameter
-from importers.langgraph._emit import Namer, safe_description
-from importers.langgraph._paths import camel_case, pal_type
-from importers.steps import StepList, literal
+from importers.common.naming import Namer, camel_case, safe_description
+from importers.common.pal_types import pal_type
+from importers.common.steps import StepList, literal
 from pal_core.ir import Agent as PalAgent
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Program, Trigger
 from pal_core.validate import BUILTIN_PLAYBOOKS

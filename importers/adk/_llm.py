@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING
 
 from importers.adk._emit import DONE, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK, AgentParts, tool_parameters
 from importers.adk._model import Agent, Tool, ToolKind
-from importers.langgraph._emit import safe_description
-from importers.langgraph._paths import camel_case
-from importers.steps import StepList, literal
+from importers.common.naming import camel_case, safe_description
+from importers.common.steps import StepList, literal
 from pal_core.ir import Metadata, Note, Parameter, Playbook, PlaybookKind
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from importers import ImportResult, ImportTargetError, check_strict, load_target
 from importers.autogen._chair import MEETING_PLAYBOOK
 from importers.autogen._diagnostics import CODES, Findings
 from importers.autogen._emit import ENTRY_PLAYBOOK, build_program
-from importers.langgraph._paths import camel_case
+from importers.common.naming import camel_case
 
 _GENERIC_NAMES = frozenset({"team", "groupchat", "group_chat", "manager", "chat", "flow", "swarm"})
 

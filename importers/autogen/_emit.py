@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from importers import autogen_support
 from importers.autogen._chair import MEETING_PLAYBOOK, ChairSteps
 from importers.autogen._model import Member, MemberKind, Team
-from importers.langgraph._paths import camel_case, pal_type
-from importers.steps import StepList, literal
+from importers.common.naming import camel_case, safe_description
+from importers.common.pal_types import pal_type
+from importers.common.steps import StepList, literal
 from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind, Program, Trigger
 
 SUPPORT_MODULE = "importers.autogen_support"
@@ -69,11 +70,6 @@ def _helper_playbook(function: str, name: str) -> Playbook:
     )
 
 
-def _description(text: str) -> str:
-    lines = [line.rstrip() for line in text.strip().splitlines()]
-    return "\n".join(f" {line}" if line.startswith(("#", "```")) else line for line in lines).strip("\n")
-
-
 def _outside_name(team: Team) -> str:
     """Who a hand-off outside the team goes to: the user (HandoffTermination's target names it)."""
     members = {member.name for member in team.members}
@@ -105,7 +101,7 @@ def build_program(team: Team) -> Program:
         name=MEETING_PLAYBOOK,
         parameters=(Parameter(name="task", type="str"),),
         returns="dict",
-        description=_description(
+        description=safe_description(
             f"Chairs the {team.title} chat on $task: the task first, then the speakers the team's policy picks, "
             "until a termination condition holds; returns the transcript and the stop reason."
         ),
@@ -132,7 +128,7 @@ def build_program(team: Team) -> Program:
     details = {"team": team.source, "kind": kind, "framework": team.framework}
     chair_agent = Agent(
         name=team.name,
-        description=_description(
+        description=safe_description(
             f"{'ag2' if team.framework == 'ag2' else 'AutoGen'} {kind} `{team.title}` imported from `{team.source}` "
             f"by `pal import autogen`: the chair of its group chat, a PAL meeting of "
             f"{', '.join(m.pal for m in team.members)}. {team.description}".strip()
@@ -226,7 +222,7 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     meeting = Playbook(
         name=MEETING_PLAYBOOK,
         returns="None",
-        description=_description(
+        description=safe_description(
             f"{member.name} in the group chat: it listens in the meeting and answers the chair when given the "
             f"turn; {how}."
         ),
@@ -236,7 +232,7 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     )
     return Agent(
         name=member.pal,
-        description=_description(
+        description=safe_description(
             f"{framework} agent `{member.name}` ({member.class_name}) of `{team.source}`. {member.description}".strip()
         ),
         metadata=Metadata(extra={"autogen": {"agent": member.name, "class": member.class_name}}),
@@ -256,7 +252,7 @@ def _reply_playbook(team: Team, member: Member, helper: str, parameter: str) -> 
         name=REPLY_PLAYBOOK,
         parameters=(Parameter(name=parameter, type="list"),),
         returns="dict",
-        description=_description(
+        description=safe_description(
             f"{member.name}'s turn: the live agent's answer to the conversation {what} (transcript entries), as "
             '{"source": ..., "content": ..., "handoff": ...}.'
         ),
@@ -284,7 +280,7 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
         name=RESPOND_PLAYBOOK,
         parameters=(Parameter(name="conversation", type="list"),),
         returns="dict" if member.handoffs else "str",
-        description=_description(member.system_message or "You are a helpful AI assistant."),
+        description=safe_description(member.system_message or "You are a helpful AI assistant."),
         metadata=Metadata(execution_mode="react"),
         notes=tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(notes, start=1)),
     )
@@ -294,7 +290,7 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
             kind=PlaybookKind.PYTHON,
             parameters=tuple(Parameter(name=name, type=kind) for name, kind in tool.parameters),
             returns=tool.returns,
-            description=_description(tool.description),
+            description=safe_description(tool.description),
             metadata=Metadata(python=tool.path),
         )
         for tool in member.tools
@@ -307,7 +303,7 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
             Playbook(
                 name=camel_case(handoff.name),
                 returns="dict",
-                description=_description(
+                description=safe_description(
                     handoff.description or f"Hand the conversation to {handoff.target}."
                 ),
                 steps=steps.build(),

@@ -21,8 +21,9 @@ from importers.autogen._diagnostics import (
     Findings,
 )
 from importers.autogen._model import Member, MemberKind, Policy, Team, Tool
-from importers.autogen._read import class_name, function_path, pal_names
-from importers.langgraph._paths import import_path, pal_type
+from importers.autogen._read import function_path, pal_names
+from importers.common.pal_types import pal_type
+from importers.common.paths import class_path, import_path
 
 OUTSIDE = "user"
 """Who says the task when no initiator is named: someone outside the group."""
@@ -92,7 +93,7 @@ def read_group_chat(
         name=pal,
         title=str(title),
         framework="ag2",
-        class_name=class_name(target),
+        class_name=class_path(target),
         source=source,
         description="",
         members=members,
@@ -136,7 +137,7 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
         "name": str(agent.name),
         "pal": pal,
         "description": str(getattr(agent, "description", "") or ""),
-        "class_name": class_name(agent),
+        "class_name": class_path(agent),
     }
     from autogen import ConversableAgent
 

@@ -10,17 +10,16 @@ must not overwrite its parent's. The steps of an `Invoke` playbook are written b
 from __future__ import annotations
 
 import inspect
-import re
 import typing
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from importers import langgraph_support
+from importers.common.naming import Namer, camel_case, first_paragraph, safe_description
+from importers.common.pal_types import pal_type
+from importers.common.steps import StepList, literal
 from importers.langgraph._diagnostics import Findings
 from importers.langgraph._model import Graph, LlmAgent
-from importers.langgraph._paths import camel_case, pal_type
-from importers.steps import StepList, literal
 from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind, Program
 from pal_core.validate import BUILTIN_PLAYBOOKS
 
@@ -30,30 +29,8 @@ ENTRY_PLAYBOOK = "Invoke"
 """The playbook that runs a graph from its input state to its output state."""
 AGENT_PLAYBOOK = "Run"
 """The react playbook of an LLM agent."""
-_HEADER_LINE_RE = re.compile(r"(#|```)")
 _HELPER_NAMES = {function: camel_case(function) for function in langgraph_support.HELPERS}
 _RESERVED = frozenset({ENTRY_PLAYBOOK, AGENT_PLAYBOOK, *_HELPER_NAMES.values(), *BUILTIN_PLAYBOOKS})
-
-
-class Namer:
-    """Unique names: `base`, else `base + hint`, else `base + hint + 2`, ..."""
-
-    __slots__ = ("_taken",)
-
-    def __init__(self, reserved: Iterable[str] = ()) -> None:
-        self._taken = set(reserved)
-
-    def take(self, base: str, hint: str) -> str:
-        candidates = [base, f"{base}{hint}"] if not base.endswith(hint) else [base]
-        for candidate in candidates:
-            if candidate not in self._taken:
-                self._taken.add(candidate)
-                return candidate
-        number = 2
-        while f"{base}{hint}{number}" in self._taken:
-            number += 1
-        self._taken.add(f"{base}{hint}{number}")
-        return f"{base}{hint}{number}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -109,20 +86,9 @@ def _helper_playbook(function: str, name: str) -> Playbook:
         kind=PlaybookKind.PYTHON,
         parameters=parameters,
         returns=pal_type(returns) or ("None" if returns is type(None) else "Any"),
-        description=_first_paragraph(inspect.getdoc(helper) or ""),
+        description=first_paragraph(inspect.getdoc(helper) or ""),
         metadata=Metadata(python=f"{SUPPORT_MODULE}:{function}"),
     )
-
-
-def _first_paragraph(text: str) -> str:
-    return " ".join(text.split("\n\n", 1)[0].split())
-
-
-def safe_description(text: str) -> str:
-    """Text that reads back as description: no header-like or fence lines, no trailing spaces."""
-    lines = [line.rstrip() for line in text.strip().splitlines()]
-    safe = [f" {line}" if _HEADER_LINE_RE.match(line) else line for line in lines]
-    return "\n".join(safe).strip("\n")
 
 
 def build_program(graph: Graph, findings: Findings) -> Program:

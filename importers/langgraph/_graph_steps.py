@@ -24,11 +24,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, AgentParts, safe_description
+from importers.common.naming import camel_case, safe_description
+from importers.common.steps import StepList, literal
+from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, AgentParts
 from importers.langgraph._flow import END_BLOCK, Block, Exit, ExitKind, Flow, Task, build_flow
 from importers.langgraph._model import END, START, Graph, InputView, Node, NodeKind, Router
-from importers.langgraph._paths import camel_case
-from importers.steps import StepList, literal
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
 from runtime.schema import json_schema_for_type
 
