@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from importers import adk_support
-from importers.adk._diagnostics import Findings
 from importers.adk._model import Agent, AgentKind, Tool, ToolParameter
+from importers.common.diagnostics import Findings
 from importers.common.naming import Namer, camel_case, safe_description
 from importers.common.pal_types import pal_type
 from importers.common.steps import StepList, literal

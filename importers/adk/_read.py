@@ -24,7 +24,6 @@ from importers.adk._diagnostics import (
     TOOL_CALLBACK,
     UNSUPPORTED_AGENT,
     UNSUPPORTED_TOOL,
-    Findings,
 )
 from importers.adk._model import (
     Agent,
@@ -37,6 +36,7 @@ from importers.adk._model import (
     ToolParameter,
     Workflow,
 )
+from importers.common.diagnostics import Findings
 from importers.common.pal_types import pal_type
 from importers.common.paths import class_path, import_path
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from importers import ImportResult, ImportTargetError, check_strict, load_target
+from importers import ImportResult, ImportTargetError, load_target
 from importers.autogen._chair import MEETING_PLAYBOOK
-from importers.autogen._diagnostics import CODES, Findings
+from importers.autogen._diagnostics import CODES
 from importers.autogen._emit import ENTRY_PLAYBOOK, build_program
+from importers.common.diagnostics import Findings
 from importers.common.naming import camel_case
 
 _GENERIC_NAMES = frozenset({"team", "groupchat", "group_chat", "manager", "chat", "flow", "swarm"})
@@ -81,8 +82,7 @@ def import_team(
             "RoundRobinGroupChat, SelectorGroupChat, Swarm, GraphFlow, MagenticOneGroupChat and ag2 GroupChat / "
             "GroupChatManager objects"
         )
-    program = build_program(model)
-    return check_strict(source, ImportResult(program=program, diagnostics=findings.all()), strict)
+    return findings.result(build_program(model), target=source, strict=strict)
 
 
 def import_target(target: str, *, strict: bool = False, initiator: str | None = None) -> ImportResult:

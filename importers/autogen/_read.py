@@ -22,9 +22,9 @@ from importers.autogen._diagnostics import (
     TERMINATION_NOT_EXPRESSED,
     TOOL_WITHOUT_IMPORT_PATH,
     UNSUPPORTED_PARTICIPANT,
-    Findings,
 )
 from importers.autogen._model import Handoff, Member, MemberKind, Policy, Team, Termination, Tool
+from importers.common.diagnostics import Findings
 from importers.common.naming import Namer, camel_case
 from importers.common.pal_types import pal_type
 from importers.common.paths import class_path, import_path

@@ -18,10 +18,10 @@ from importers.autogen._diagnostics import (
     AGENT_FEATURE,
     GROUP_CHAT_FEATURE,
     TOOL_WITHOUT_IMPORT_PATH,
-    Findings,
 )
 from importers.autogen._model import Member, MemberKind, Policy, Team, Tool
 from importers.autogen._read import function_path, pal_names
+from importers.common.diagnostics import Findings
 from importers.common.pal_types import pal_type
 from importers.common.paths import class_path, import_path
 

@@ -58,8 +58,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from importers import ImportResult, ImportTargetError, check_strict, load_target
-from importers.langgraph._diagnostics import CODES, Findings
+from importers import ImportResult, ImportTargetError, load_target
+from importers.common.diagnostics import Findings
+from importers.langgraph._diagnostics import CODES
 from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, build_program
 from importers.langgraph._model import START
 from importers.langgraph._read import read_graph
@@ -85,10 +86,7 @@ def import_graph(
         raise ImportTargetError(
             f"graph {model.name!r} has no entry point: add an edge from START (add_edge(START, node))"
         )
-    program = build_program(model, findings)
-    return check_strict(
-        source or model.name, ImportResult(program=program, diagnostics=findings.all()), strict
-    )
+    return findings.result(build_program(model, findings), target=source or model.name, strict=strict)
 
 
 def import_target(target: str, *, strict: bool = False) -> ImportResult:

@@ -16,9 +16,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from importers.common.diagnostics import Findings
 from importers.common.pal_types import pal_type
 from importers.common.paths import import_path, resolves_to
-from importers.langgraph._diagnostics import AGENT_FEATURE, TOOL_WITHOUT_IMPORT_PATH, Findings
+from importers.langgraph._diagnostics import AGENT_FEATURE, TOOL_WITHOUT_IMPORT_PATH
 from importers.langgraph._model import AgentFactory, Callee, Handoff, LlmAgent, Tool
 
 _REACT_MODEL = ("langgraph.prebuilt.chat_agent_executor", "create_react_agent.<locals>.call_model")

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from importers import langgraph_support
+from importers.common.diagnostics import Findings
 from importers.common.naming import Namer, camel_case, first_paragraph, safe_description
 from importers.common.pal_types import pal_type
 from importers.common.steps import StepList, literal
-from importers.langgraph._diagnostics import Findings
 from importers.langgraph._model import Graph, LlmAgent
 from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind, Program
 from pal_core.validate import BUILTIN_PLAYBOOKS

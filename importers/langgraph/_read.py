@@ -15,6 +15,7 @@ from types import CodeType
 from typing import Any
 
 from importers import ImportTargetError
+from importers.common.diagnostics import Findings
 from importers.common.pal_types import type_text
 from importers.common.paths import import_path
 from importers.langgraph._agents import (
@@ -45,7 +46,6 @@ from importers.langgraph._diagnostics import (
     UNSUPPORTED_CHANNEL,
     UNSUPPORTED_COMMAND,
     UNSUPPORTED_NODE,
-    Findings,
 )
 from importers.langgraph._model import (
     END,

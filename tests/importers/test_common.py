@@ -1,0 +1,92 @@
+"""What the importers share (`importers.common`): diagnostic code tables and their documentation, names,
+and the rule that one importer's private modules are not another's API."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from importers.common.diagnostics import Code, CodeTable, Findings
+from importers.common.naming import Namer, target_name
+
+ROOT = Path(__file__).resolve().parents[2]
+FRAMEWORKS = ("langgraph", "adk", "autogen")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_code_of_every_importer_is_a_row_of_its_documentation(framework: str) -> None:
+    codes = __import__(f"importers.{framework}", fromlist=["CODES"]).CODES
+    assert isinstance(codes, CodeTable) and len(codes) >= 8
+    assert codes.docs == f"docs/{framework}.md"
+    assert codes.undocumented((ROOT / codes.docs).read_text(encoding="utf-8")) == []
+    assert all(number.startswith(codes.prefix) for number in codes)
+
+
+def test_a_code_table_refuses_a_foreign_prefix_and_a_code_declared_twice() -> None:
+    first = Code(code="XY101", name="first", summary="one")
+    with pytest.raises(ValueError, match="ZZ102 does not start with XY1"):
+        CodeTable(prefix="XY1", docs="docs/x.md", codes=(first, Code(code="ZZ102", name="b", summary="")))
+    with pytest.raises(ValueError, match="XY101 \\(again\\) is declared twice"):
+        CodeTable(prefix="XY1", docs="docs/x.md", codes=(first, Code(code="XY101", name="again", summary="")))
+    table = CodeTable(prefix="XY1", docs="docs/x.md", codes=(first,))
+    assert table.undocumented("| XY101 | `first` | one |") == []
+    assert table.undocumented("| XY101 | first |") == [first]
+
+
+def test_findings_keep_the_order_found_and_report_each_finding_once() -> None:
+    code = Code(code="XY101", name="first", summary="one")
+    findings = Findings()
+    findings.add(code, "node 'b'", "why")
+    findings.add(code, "node 'a'", "why")
+    findings.add(code, "node 'b'", "why")
+    assert [item.format() for item in findings.all()] == ["XY101 node 'b': why", "XY101 node 'a': why"]
+
+
+def test_unique_names_take_the_hint_then_a_number() -> None:
+    namer = Namer({"Invoke"})
+    assert [namer.take(base, "Tool") for base in ("Invoke", "Search", "Search", "Search")] == [
+        "InvokeTool",
+        "Search",
+        "SearchTool",
+        "SearchTool2",
+    ]
+    plain = Namer({"Team"})
+    assert [plain.take(base) for base in ("Team", "Writer", "Writer")] == ["Team2", "Writer", "Writer2"]
+
+
+def test_a_generic_attribute_name_is_qualified_by_its_module() -> None:
+    assert target_name("myapp.plans:graph", {"graph"}) == "plans_graph"
+    assert target_name("myapp.plans:planner", {"graph"}) == "planner"
+    assert target_name("myapp.plans:Team", {"team"}) == "Team"
+    assert target_name("myapp.plans:Team", {"team"}, ignore_case=True) == "plans_Team"
+
+
+def _private_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.ImportFrom):  # `from a._b import c` and `from a import _b`
+            names = [node.module or "", *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        found.update(name for name in names if any(part.startswith("_") for part in name.split(".")))
+    return found
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_importer_imports_no_private_module_of_another(framework: str) -> None:
+    own = f"importers.{framework}."
+    modules = [
+        *(ROOT / "importers" / framework).glob("*.py"),
+        *(ROOT / "importers").glob(f"{framework}_*.py"),
+    ]
+    foreign = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in modules
+        for name in _private_imports(path)
+        if name.startswith("importers.") and not name.startswith(own)
+    }
+    assert foreign == set()
