@@ -27,7 +27,8 @@ from importers.adk._read import START
 from importers.common.steps import StepList, literal
 
 if TYPE_CHECKING:
-    from importers.adk._emit import AgentParts, ProgramWriter
+    from importers.adk._emit import ProgramWriter
+    from importers.common.emit import AgentParts
 
 _END = "workflow_end"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_]+")

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from importers import autogen_support, langgraph_support
 from importers.common.diagnostics import Code, CodeTable, Findings
+from importers.common.emit import AgentParts, SupportModule
 from importers.common.naming import Namer, target_name
+from pal_core.ir import Metadata, Playbook, PlaybookKind
 
 ROOT = Path(__file__).resolve().parents[2]
 FRAMEWORKS = ("langgraph", "adk", "autogen")
@@ -61,6 +64,40 @@ def test_a_generic_attribute_name_is_qualified_by_its_module() -> None:
     assert target_name("myapp.plans:planner", {"graph"}) == "planner"
     assert target_name("myapp.plans:Team", {"team"}) == "Team"
     assert target_name("myapp.plans:Team", {"team"}, ignore_case=True) == "plans_Team"
+
+
+def test_a_helper_playbook_is_read_from_the_helpers_signature_and_docstring() -> None:
+    support = SupportModule(langgraph_support, reserved=("Invoke",))
+    reply = support.playbook("agent_reply")
+    assert reply.kind is PlaybookKind.PYTHON
+    assert reply.metadata.python == "importers.langgraph_support:agent_reply"
+    assert [(p.name, p.type, p.default) for p in reply.parameters] == [
+        ("output", "dict", None),
+        ("mode", "str", None),
+        ("agent", "str", None),
+        ("supervisor", "str", "None"),
+    ]
+    assert (reply.name, reply.returns) == ("AgentReply", "dict")
+    assert reply.description.startswith(
+        "A langgraph-supervisor worker's result as the supervisor graph takes it"
+    )
+    assert {"Invoke", "AgentReply", "Say"} <= support.reserved
+    turn = SupportModule(autogen_support, defaults=False).playbook("take_turn")
+    assert [(p.name, p.default) for p in turn.parameters][-1] == ("fresh_start", None)
+    with pytest.raises(KeyError):
+        support.playbook("no_such_helper")
+
+
+def test_an_agent_lists_its_main_playbooks_then_the_others_then_the_helpers_it_used() -> None:
+    parts = AgentParts(
+        name="A", description="", metadata=Metadata(), support=SupportModule(langgraph_support)
+    )
+    assert parts.helper("unsupported") == "Unsupported"
+    assert parts.helper("apply_update") == parts.helper("apply_update") == "ApplyUpdate"
+    parts.main.append(Playbook(name="Invoke"))
+    parts.playbooks.append(Playbook(name=parts.namer.take("ApplyUpdate", "Node")))
+    names = [playbook.name for playbook in parts.build().playbooks]
+    assert names == ["Invoke", "ApplyUpdateNode", "ApplyUpdate", "Unsupported"]
 
 
 def _private_imports(path: Path) -> set[str]:
