@@ -27,7 +27,7 @@ from importers.autogen._chair import MEETING_PLAYBOOK
 from importers.autogen._diagnostics import CODES
 from importers.autogen._emit import ENTRY_PLAYBOOK, build_program
 from importers.common.diagnostics import Findings
-from importers.common.naming import camel_case
+from importers.common.naming import camel_case, target_name
 
 _GENERIC_NAMES = frozenset({"team", "groupchat", "group_chat", "manager", "chat", "flow", "swarm"})
 
@@ -88,8 +88,6 @@ def import_team(
 def import_target(target: str, *, strict: bool = False, initiator: str | None = None) -> ImportResult:
     """The PAL program of the team at `target` (`package.module:attribute`); `initiator` as for `import_team`."""
     team = load_target(target)
-    module, _, attribute = target.partition(":")
-    last = attribute.rpartition(".")[2]
     own = getattr(team, "name", None) if _framework(team) == "autogen" else None
     if own and own not in (
         "RoundRobinGroupChat",
@@ -100,7 +98,7 @@ def import_target(target: str, *, strict: bool = False, initiator: str | None = 
     ):
         name = str(own)
     else:
-        name = f"{module.rpartition('.')[2]}_{last}" if last.lower() in _GENERIC_NAMES else last
+        name = target_name(target, _GENERIC_NAMES, ignore_case=True)
     return import_team(team, name=name, source=target, strict=strict, initiator=initiator)
 
 

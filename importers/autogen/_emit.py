@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from importers import autogen_support
 from importers.autogen._chair import MEETING_PLAYBOOK, ChairSteps
 from importers.autogen._model import Member, MemberKind, Team
-from importers.common.emit import AgentParts, SupportModule, numbered_notes, python_playbook
+from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
 from importers.common.naming import camel_case, safe_description
 from importers.common.steps import StepList, literal
 from pal_core.ir import Agent, Metadata, Parameter, Playbook, Program, Trigger
@@ -258,16 +258,7 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
         metadata=Metadata(execution_mode="react"),
         notes=numbered_notes(notes),
     )
-    tools = [
-        python_playbook(
-            name=camel_case(tool.name),
-            path=tool.path,
-            parameters=tuple(Parameter(name=name, type=kind) for name, kind in tool.parameters),
-            returns=tool.returns,
-            description=safe_description(tool.description),
-        )
-        for tool in member.tools
-    ]
+    tools = [tool_playbook(tool, name=camel_case(tool.name)) for tool in member.tools]
     transfers = []
     for handoff in member.handoffs:
         steps = StepList()

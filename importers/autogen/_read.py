@@ -23,8 +23,9 @@ from importers.autogen._diagnostics import (
     TOOL_WITHOUT_IMPORT_PATH,
     UNSUPPORTED_PARTICIPANT,
 )
-from importers.autogen._model import Handoff, Member, MemberKind, Policy, Team, Termination, Tool
+from importers.autogen._model import Handoff, Member, MemberKind, Policy, Team, Termination
 from importers.common.diagnostics import Findings
+from importers.common.model import BoundTool
 from importers.common.naming import Namer, camel_case
 from importers.common.pal_types import pal_type
 from importers.common.paths import class_path, import_path
@@ -189,7 +190,7 @@ def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any
         features.append("a workbench (MCP tools): bind an MCP server as a remote agent instead")
     for feature in features:
         findings.add(AGENT_FEATURE, where, f"not expressed: {feature}; the agent answers with text")
-    tools: list[Tool] = []
+    tools: list[BoundTool] = []
     for tool in getattr(agent, "_tools", []):
         read = _tool(tool, where, findings)
         if read is not None:
@@ -199,7 +200,7 @@ def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any
     )
 
 
-def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
+def _tool(tool: Any, where: str, findings: Findings) -> BoundTool | None:
     function = getattr(tool, "_func", None)
     subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
     if not callable(function):
@@ -227,7 +228,7 @@ def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
             ):
                 continue
             parameters.append((parameter.name, pal_type(hints.get(parameter.name))))
-    return Tool(
+    return BoundTool(
         name=str(tool.name),
         description=str(getattr(tool, "description", "") or ""),
         path=path,

@@ -19,9 +19,10 @@ from importers.autogen._diagnostics import (
     GROUP_CHAT_FEATURE,
     TOOL_WITHOUT_IMPORT_PATH,
 )
-from importers.autogen._model import Member, MemberKind, Policy, Team, Tool
+from importers.autogen._model import Member, MemberKind, Policy, Team
 from importers.autogen._read import function_path, pal_names
 from importers.common.diagnostics import Findings
+from importers.common.model import BoundTool
 from importers.common.pal_types import pal_type
 from importers.common.paths import class_path, import_path
 
@@ -160,7 +161,7 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
             f"its registered reply functions ({', '.join(custom)}) run only in ag2; the imported agent answers "
             "through the model",
         )
-    tools: list[Tool] = []
+    tools: list[BoundTool] = []
     for tool in getattr(agent, "tools", []) or []:
         read = _tool(tool, where, findings)
         if read is not None:
@@ -173,7 +174,7 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
     )
 
 
-def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
+def _tool(tool: Any, where: str, findings: Findings) -> BoundTool | None:
     function = getattr(tool, "func", None) or getattr(tool, "_func", None)
     subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
     path, why = import_path(function) if callable(function) else (None, "it has no Python function")
@@ -186,7 +187,7 @@ def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
         for parameter in inspect.signature(function).parameters.values()
         if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
     )
-    return Tool(
+    return BoundTool(
         name=str(tool.name),
         description=str(getattr(tool, "description", "") or ""),
         path=path,

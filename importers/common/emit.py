@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from importers.common.naming import Namer, camel_case, first_paragraph
+from importers.common.model import BoundTool
+from importers.common.naming import Namer, camel_case, first_paragraph, safe_description
 from importers.common.pal_types import pal_type
 from importers.common.steps import literal
 from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind
@@ -122,9 +123,20 @@ def python_playbook(
     )
 
 
+def tool_playbook(tool: BoundTool, *, name: str) -> Playbook:
+    """The Python playbook of a tool bound to its function, named `name` in its agent."""
+    return python_playbook(
+        name=name,
+        path=tool.path,
+        parameters=tuple(Parameter(name=parameter, type=kind) for parameter, kind in tool.parameters),
+        returns=tool.returns,
+        description=safe_description(tool.description),
+    )
+
+
 def numbered_notes(texts: Iterable[str]) -> tuple[Note, ...]:
     """Notes N1, N2, ... in order (steps refer to them by these ids)."""
     return tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(texts, start=1))
 
 
-__all__ = ["AgentParts", "SupportModule", "numbered_notes", "python_playbook"]
+__all__ = ["AgentParts", "SupportModule", "numbered_notes", "python_playbook", "tool_playbook"]

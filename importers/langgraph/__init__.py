@@ -60,6 +60,7 @@ from typing import Any
 
 from importers import ImportResult, ImportTargetError, load_target
 from importers.common.diagnostics import Findings
+from importers.common.naming import target_name
 from importers.langgraph._diagnostics import CODES
 from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, build_program
 from importers.langgraph._model import START
@@ -92,10 +93,7 @@ def import_graph(
 def import_target(target: str, *, strict: bool = False) -> ImportResult:
     """The PAL program of the graph at `target` (`package.module:attribute`)."""
     graph = load_target(target)
-    module, _, attribute = target.partition(":")
-    last = attribute.rpartition(".")[2]
-    name = f"{module.rpartition('.')[2]}_{last}" if last in _GENERIC_NAMES else last
-    return import_graph(graph, name=name, source=target, strict=strict)
+    return import_graph(graph, name=target_name(target, _GENERIC_NAMES), source=target, strict=strict)
 
 
 __all__ = ["AGENT_PLAYBOOK", "CODES", "ENTRY_PLAYBOOK", "import_graph", "import_target"]

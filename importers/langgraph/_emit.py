@@ -13,7 +13,7 @@ from typing import Any
 
 from importers import langgraph_support
 from importers.common.diagnostics import Findings
-from importers.common.emit import AgentParts, SupportModule, numbered_notes, python_playbook
+from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
 from importers.common.naming import Namer, camel_case, safe_description
 from importers.common.steps import StepList, literal
 from importers.langgraph._model import Graph, LlmAgent
@@ -107,15 +107,7 @@ class ProgramWriter:
             )
         )
         for tool in agent.tools:
-            parts.playbooks.append(
-                python_playbook(
-                    name=parts.namer.take(camel_case(tool.name), "Tool"),
-                    path=tool.callee.path,
-                    parameters=tuple(Parameter(name=name, type=kind) for name, kind in tool.parameters),
-                    returns=tool.callee.returns,
-                    description=safe_description(tool.description),
-                )
-            )
+            parts.playbooks.append(tool_playbook(tool, name=parts.namer.take(camel_case(tool.name), "Tool")))
         for handoff in agent.handoffs:
             steps = StepList()
             arguments = f"agent={literal(handoff.destination)}"
