@@ -1,8 +1,4 @@
-"""The ADK importer's diagnostic codes (ADK1xx), documented with examples in docs/adk.md.
-
-A code is never reused for another meaning; `importers.common.diagnostics` has the `Code` record and the
-`Findings` every importer collects them in.
-"""
+"""The ADK importer's diagnostic codes (ADK1xx, docs/adk.md with examples); a code is never reused."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The AutoGen importer's diagnostic codes (AG1xx), documented with examples in docs/autogen.md.
-
-A code is never reused for another meaning; `importers.common.diagnostics` has the `Code` record and the
-`Findings` every importer collects them in.
-"""
+"""The AutoGen importer's diagnostic codes (AG1xx, docs/autogen.md with examples); a code is never reused."""
 
 from __future__ import annotations
 

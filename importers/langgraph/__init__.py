@@ -5,7 +5,7 @@
 
 `import_target("module:attr")` and `import_graph(graph)` return an `ImportResult`: the program, and a
 diagnostic for every part of the graph the program does not express, naming the node, state key, router
-or tool (codes LG101-LG116, listed in docs/langgraph.md). With `strict=True` any diagnostic raises
+or tool (codes LG101-LG117, listed in docs/langgraph.md). With `strict=True` any diagnostic raises
 `ImportFailed`. The graph is read from its builder (`nodes`, `edges`, `waiting_edges`, `branches`,
 `channels`, `schemas`), never from `get_graph()`, which draws false edges for Command routing.
 

@@ -1,8 +1,4 @@
-"""The LangGraph importer's diagnostic codes (LG1xx), documented in docs/langgraph.md.
-
-A code is never reused for another meaning; `importers.common.diagnostics` has the `Code` record and the
-`Findings` every importer collects them in.
-"""
+"""The LangGraph importer's diagnostic codes (LG1xx, docs/langgraph.md); a code is never reused."""
 
 from __future__ import annotations
 
