@@ -23,7 +23,6 @@ imported only when one of these helpers runs.
 from __future__ import annotations
 
 import functools
-import importlib
 import inspect
 import os
 import sys
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pal_core.errors import PalError
+from runtime.module_path import resolve, use_module_folders
 
 TEMP_PREFIX = "temp:"
 """State keys that live for one invocation only."""
@@ -121,30 +121,32 @@ def _require_adk() -> None:
         ) from error
 
 
-def importable_folders(config: str | Path) -> tuple[str, ...]:
-    """The folders an agent config's `code:` references import from: the config's folder's parent (as
-    `adk web` puts the agents folder on the path) and the config's folder itself."""
-    folder = Path(config).resolve().parent
-    return (str(folder.parent), str(folder))
+def agents_folder(config: str | Path) -> str:
+    """Where an agent config's `code:` references start: the config's folder's parent, the folder `adk web`
+    puts on the path (`code: my_agent.tools.lookup` for `my_agent/root_agent.yaml`)."""
+    return str(Path(config).resolve().parent.parent)
 
 
-def make_importable(folders: tuple[str, ...]) -> None:
-    """Put `folders` on `sys.path` (first), where they are not yet."""
-    for folder in reversed(folders):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+def make_importable(config: str | Path) -> None:
+    """Make the modules an agent config references importable: the config's folder and the current
+    directory as for any program file (runtime.module_path), and ADK's agents folder (`agents_folder`),
+    which that rule does not cover, put first where it is not on `sys.path` yet."""
+    use_module_folders(config)
+    folder = agents_folder(config)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
 
 
 @functools.cache
 def load_config(path: str) -> Any:
     """The agent (or workflow) the YAML agent config at absolute `path` builds, once per process: an agent
     instance a `code:` reference names can have only one parent, so building the config twice fails.
-    The config's folder and its parent are made importable for its `code:` references."""
+    Its `code:` references are made importable first (`make_importable`)."""
     import warnings
 
     from google.adk.agents.config_agent_utils import from_config
 
-    make_importable(importable_folders(path))
+    make_importable(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the config loader, and the classes it builds
         return from_config(path)
@@ -163,14 +165,13 @@ def load_source(source: str) -> Any:
             return load_config(str(path.resolve()))
         except Exception as error:  # the user's config failed to build: name it
             raise AdkRunError(f"agent config {source!r}: {type(error).__name__}: {error}") from error
-    module_name, colon, attribute = source.partition(":")
-    if not colon:
+    if ":" not in source:
         raise AdkRunError(f"source {source!r} must be module:attribute or a .yaml agent config")
     try:
-        value: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            value = getattr(value, part)
-    except (ImportError, AttributeError) as error:
+        # Looked up as every bound module is (runtime.module_path): the running program's own bindings
+        # have put its folder and the current directory on the path before any helper runs.
+        value: Any = resolve(source)
+    except (ImportError, AttributeError, ValueError) as error:
         raise AdkRunError(f"cannot load {source!r}, where this program was imported from: {error}") from error
     root = getattr(value, "root_agent", None)
     if root is not None and type(value).__name__ == "App":
@@ -538,12 +539,12 @@ __all__ = [
     "AgentStepError",
     "SessionError",
     "agent_callback",
+    "agents_folder",
     "append_events",
     "call_tool",
     "children",
     "find",
     "find_tool",
-    "importable_folders",
     "instruction",
     "jsonable",
     "load_config",

@@ -14,12 +14,13 @@ The framework packages are imported only by the helpers that call them.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+from runtime.module_path import resolve
 
 _BARE_MENTIONS = re.compile(r"\s*(?:@\w+\s*)+")
 _MANAGERS: dict[int, Any] = {}
@@ -33,14 +34,13 @@ class ChatStepError(RuntimeError):
 
 
 def live_object(path: str) -> Any:
-    """The object at `module:attribute.path` (imported on first use, then from the module cache)."""
-    module_name, colon, attribute_path = path.partition(":")
-    if not colon:
-        raise ChatStepError(f"{path!r} is not an import path (module:attribute)")
-    value: Any = importlib.import_module(module_name)
-    for part in attribute_path.split("."):
-        value = getattr(value, part)
-    return value
+    """The object at `module:attribute.path`, its module looked up as every bound module is
+    (runtime.module_path: the running program's bindings have put its folder and the current directory
+    on the path before any helper runs); imported on first use, then from the module cache."""
+    try:
+        return resolve(path)
+    except ValueError as error:
+        raise ChatStepError(str(error)) from None
 
 
 def _members(team: Any) -> list[Any]:

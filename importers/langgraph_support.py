@@ -326,21 +326,7 @@ def destination(result: Any, node: str, ends: Any = None, sends: bool = False) -
     of node names it may return; with `sends`, `Send` packets to one node are allowed too (the packets
     are read by `send_args`).
     """
-    items = list(result) if isinstance(result, (list, tuple)) else [result]
-    targets: list[str] = []
-    for item in items:
-        if _is_instance(item, "Send"):
-            if not sends:
-                raise GraphStepError(
-                    f"the router after {node!r} returned Send({item.node!r}, ...), which the import did not "
-                    "expect; annotate the router's return type with Send to import it as a fan-out"
-                )
-            if item.node == END:
-                raise GraphStepError(f"the router after {node!r} sent a packet to END")
-            targets.append(item.node)
-        else:
-            targets.append(_map_route(item, node, ends))
-    unique = list(dict.fromkeys(targets))
+    unique = list(dict.fromkeys(_route_targets(result, node, ends, sends)))
     if not unique:
         return END
     if len(unique) > 1:
@@ -357,6 +343,15 @@ def destinations(
     """Every destination a router's result names, for a router that may name several at once: node
     names in `order` (the order the program's branches list them), without END; `[]` when it names none
     (END, or no `Send` at all). `ends` and `sends` are as for `destination`."""
+    targets = _route_targets(result, node, ends, sends)
+    return _in_order(
+        [target for target in dict.fromkeys(targets) if target != END], order, f"the router after {node!r}"
+    )
+
+
+def _route_targets(result: Any, node: str, ends: Any, sends: bool) -> list[str]:
+    """The destination of each item of a router's result (one item, or a list), in order: a name
+    mapped through `ends`, or the node of a `Send` packet when `sends` allows them."""
     items = list(result) if isinstance(result, (list, tuple)) else [result]
     targets: list[str] = []
     for item in items:
@@ -371,9 +366,7 @@ def destinations(
             targets.append(item.node)
         else:
             targets.append(_map_route(item, node, ends))
-    return _in_order(
-        [target for target in dict.fromkeys(targets) if target != END], order, f"the router after {node!r}"
-    )
+    return targets
 
 
 def _in_order(targets: list[str], order: list | None, who: str) -> list[str]:

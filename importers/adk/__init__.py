@@ -44,11 +44,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from importers import ImportResult, ImportTargetError, check_strict, load_target
-from importers.adk._diagnostics import CODES, Findings
+from importers import ImportResult, ImportTargetError, load_target
+from importers.adk._diagnostics import CODES
 from importers.adk._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, ProgramWriter
 from importers.adk._read import TreeReader, root_of
 from importers.adk_session import YAML_SUFFIXES
+from importers.common.diagnostics import Findings
 
 INSTALL_HINT = "pip install 'pal-bridge[adk]'"
 """What installs Google ADK at the version this importer is tested with."""
@@ -79,7 +80,7 @@ def import_agent(value: Any, *, source: str | None = None, strict: bool = False)
         root = root_of(value, subject=subject, findings=findings)
         model = TreeReader(findings, has_source=source is not None).agent(root)
         program = ProgramWriter(findings, source).write(model)
-    return check_strict(subject, ImportResult(program=program, diagnostics=findings.all()), strict)
+    return findings.result(program, target=subject, strict=strict)
 
 
 def import_target(target: str, *, strict: bool = False) -> ImportResult:

@@ -1,15 +1,8 @@
-"""The ADK importer's diagnostic codes (ADK1xx), documented with examples in docs/adk.md.
-
-Codes are stable: a code is never reused for another meaning. The `Code` record and the `Findings`
-collector are the LangGraph importer's (one shape for every importer's diagnostics).
-"""
+"""The ADK importer's diagnostic codes (ADK1xx, docs/adk.md with examples); a code is never reused."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
-
-from importers.langgraph._diagnostics import Code, Findings
+from importers.common.diagnostics import Code, CodeTable
 
 UNSUPPORTED_TOOL = Code(
     code="ADK101",
@@ -52,22 +45,21 @@ APP_FEATURE = Code(
     code="ADK110", name="app-feature", summary="an App's plugins or run-time configuration are not applied"
 )
 
-CODES: Mapping[str, Code] = MappingProxyType(
-    {
-        code.code: code
-        for code in (
-            UNSUPPORTED_TOOL,
-            NO_SOURCE,
-            MODEL_CALLBACK,
-            TOOL_CALLBACK,
-            AGENT_FEATURE,
-            UNSUPPORTED_AGENT,
-            LLM_INSIDE_ADK,
-            WORKFLOW_SHAPE,
-            NODE_FEATURE,
-            APP_FEATURE,
-        )
-    }
+CODES = CodeTable(
+    prefix="ADK1",
+    docs="docs/adk.md",
+    codes=(
+        UNSUPPORTED_TOOL,
+        NO_SOURCE,
+        MODEL_CALLBACK,
+        TOOL_CALLBACK,
+        AGENT_FEATURE,
+        UNSUPPORTED_AGENT,
+        LLM_INSIDE_ADK,
+        WORKFLOW_SHAPE,
+        NODE_FEATURE,
+        APP_FEATURE,
+    ),
 )
 """Every code by its number."""
 
@@ -83,6 +75,4 @@ __all__ = [
     "UNSUPPORTED_AGENT",
     "UNSUPPORTED_TOOL",
     "WORKFLOW_SHAPE",
-    "Code",
-    "Findings",
 ]

@@ -16,24 +16,17 @@ writes its reply (`AgentReply`); a workflow's steps are written by `_workflow_st
 
 from __future__ import annotations
 
-import inspect
-import typing
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from importers import adk_support
-from importers.adk._diagnostics import Findings
 from importers.adk._model import Agent, AgentKind, Tool, ToolParameter
-from importers.langgraph._emit import Namer, safe_description
-from importers.langgraph._paths import camel_case, pal_type
-from importers.steps import StepList, literal
-from pal_core.ir import Agent as PalAgent
-from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Program, Trigger
-from pal_core.validate import BUILTIN_PLAYBOOKS
+from importers.common.diagnostics import Findings
+from importers.common.emit import AgentParts, SupportModule
+from importers.common.naming import Namer, camel_case, safe_description
+from importers.common.steps import StepList, literal
+from pal_core.ir import Metadata, Parameter, Playbook, Program, Trigger
 
-SUPPORT_MODULE = "importers.adk_support"
-"""Where the helper playbooks are bound."""
 ENTRY_PLAYBOOK = "Invoke"
 """The root's entry: a user message and an initial state in, `{"state", "reply"}` out."""
 AGENT_PLAYBOOK = "Run"
@@ -44,76 +37,11 @@ TRANSFER_PLAYBOOK = "TransferToAgent"
 """An LLM agent's transfer tool."""
 DONE = "done"
 """The label of the steps that end a `Run` (the after-agent callback, then RET)."""
-_HELPER_NAMES = {function: camel_case(function) for function in adk_support.HELPERS}
-_RESERVED = frozenset(
-    {
-        ENTRY_PLAYBOOK,
-        AGENT_PLAYBOOK,
-        RESPOND_PLAYBOOK,
-        TRANSFER_PLAYBOOK,
-        *_HELPER_NAMES.values(),
-        *BUILTIN_PLAYBOOKS,
-    }
+SUPPORT = SupportModule(
+    adk_support, reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK)
 )
-
-
-@dataclass(slots=True, kw_only=True)
-class AgentParts:
-    """A PAL agent being built (mutable until `build`)."""
-
-    name: str
-    """The PAL agent's name."""
-    description: str
-    """Its description."""
-    metadata: Metadata
-    """Its metadata (`adk:` details)."""
-    namer: Namer = field(default_factory=lambda: Namer(_RESERVED))
-    """Playbook names taken so far."""
-    main: list[Playbook] = field(default_factory=list)
-    """`Invoke`, `Run` and `Respond`, written first."""
-    playbooks: list[Playbook] = field(default_factory=list)
-    """Tool and transfer playbooks, in the order made."""
-    helpers: dict[str, Playbook] = field(default_factory=dict)
-    """Support helper playbooks by function name, written last."""
-
-    def helper(self, function: str) -> str:
-        """The PAL name of helper `function`, adding its playbook on first use."""
-        name = _HELPER_NAMES[function]
-        if function not in self.helpers:
-            self.helpers[function] = helper_playbook(function, name)
-        return name
-
-    def build(self) -> PalAgent:
-        return PalAgent(
-            name=self.name,
-            description=self.description,
-            metadata=self.metadata,
-            playbooks=(*self.main, *self.playbooks, *(self.helpers[key] for key in sorted(self.helpers))),
-        )
-
-
-def helper_playbook(function: str, name: str) -> Playbook:
-    """A Python playbook bound to a support helper, its header read from the helper's signature."""
-    helper = adk_support.HELPERS[function]
-    hints = typing.get_type_hints(helper)
-    parameters = tuple(
-        Parameter(
-            name=parameter.name,
-            type=pal_type(hints.get(parameter.name)),
-            default=None if parameter.default is parameter.empty else literal(parameter.default),
-        )
-        for parameter in inspect.signature(helper).parameters.values()
-    )
-    returns = hints.get("return")
-    doc = inspect.getdoc(helper) or ""
-    return Playbook(
-        name=name,
-        kind=PlaybookKind.PYTHON,
-        parameters=parameters,
-        returns=pal_type(returns) or ("None" if returns is type(None) else "Any"),
-        description=" ".join(doc.split("\n\n", 1)[0].split()),
-        metadata=Metadata(python=f"{SUPPORT_MODULE}:{function}"),
-    )
+"""Where the helper playbooks are bound. An agent's `main` playbooks are `Invoke`, `Run` and `Respond`;
+its other playbooks are its tools and transfers."""
 
 
 def walk(agent: Agent) -> Iterator[Agent]:
@@ -168,6 +96,7 @@ class ProgramWriter:
             name=self.names[agent.path],
             description=_agent_description(agent, root=root, source=self.source),
             metadata=Metadata(extra={"adk": details}),
+            support=SUPPORT,
         )
         self.parts.append(parts)
         if root:
@@ -374,9 +303,8 @@ __all__ = [
     "DONE",
     "ENTRY_PLAYBOOK",
     "RESPOND_PLAYBOOK",
-    "SUPPORT_MODULE",
+    "SUPPORT",
     "TRANSFER_PLAYBOOK",
-    "AgentParts",
     "ProgramWriter",
     "tool_parameters",
     "walk",

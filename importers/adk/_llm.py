@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from importers.adk._emit import DONE, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK, AgentParts, tool_parameters
+from importers.adk._emit import DONE, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK, tool_parameters
 from importers.adk._model import Agent, Tool, ToolKind
-from importers.langgraph._emit import safe_description
-from importers.langgraph._paths import camel_case
-from importers.steps import StepList, literal
-from pal_core.ir import Metadata, Note, Parameter, Playbook, PlaybookKind
+from importers.common.emit import AgentParts, numbered_notes, python_playbook
+from importers.common.naming import camel_case, safe_description
+from importers.common.steps import StepList, literal
+from pal_core.ir import Metadata, Parameter, Playbook
 
 if TYPE_CHECKING:
     from importers.adk._emit import ProgramWriter
@@ -122,7 +122,7 @@ class LlmWriter:
             returns="str",
             description=safe_description(text),
             metadata=Metadata(execution_mode="react"),
-            notes=tuple(Note(id=f"N{index}", text=note) for index, note in enumerate(notes, start=1)),
+            notes=numbered_notes(notes),
         )
 
     def _transfer(self, targets: list[str]) -> Playbook:
@@ -151,13 +151,12 @@ class LlmWriter:
         description = safe_description(tool.description) or f"The ADK tool `{tool.name}`."
         parameters = tool_parameters(tool)
         if tool.kind is ToolKind.FUNCTION:
-            return Playbook(
+            return python_playbook(
                 name=name,
-                kind=PlaybookKind.PYTHON,
+                path=tool.function,
                 parameters=parameters,
                 returns=tool.returns,
                 description=description,
-                metadata=Metadata(python=tool.function),
             )
         helper = self.parts.helper
         steps = StepList()

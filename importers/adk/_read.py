@@ -24,7 +24,6 @@ from importers.adk._diagnostics import (
     TOOL_CALLBACK,
     UNSUPPORTED_AGENT,
     UNSUPPORTED_TOOL,
-    Findings,
 )
 from importers.adk._model import (
     Agent,
@@ -37,7 +36,9 @@ from importers.adk._model import (
     ToolParameter,
     Workflow,
 )
-from importers.langgraph._paths import import_path, pal_type
+from importers.common.diagnostics import Findings
+from importers.common.pal_types import pal_type
+from importers.common.paths import class_path, import_path
 
 START = "__START__"
 """ADK's name of a workflow's start node."""
@@ -52,16 +53,6 @@ _JSON_TYPES = {
 _MODEL_CALLBACKS = ("before_model_callback", "after_model_callback", "on_model_error_callback")
 _TOOL_CALLBACKS = ("before_tool_callback", "after_tool_callback", "on_tool_error_callback")
 _TASK_MODE = "task"
-
-
-def class_path(value: Any) -> str:
-    """`module.Class` of `value`."""
-    kind = type(value)
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def _first_paragraph(text: str) -> str:
-    return " ".join((text or "").strip().split("\n\n", 1)[0].split())
 
 
 def root_of(value: Any, *, subject: str, findings: Findings) -> Any:
@@ -548,4 +539,4 @@ def _code_names(code: CodeType) -> list[tuple[str, ...]]:
     return found
 
 
-__all__ = ["START", "TreeReader", "class_path", "root_of"]
+__all__ = ["START", "TreeReader", "root_of"]

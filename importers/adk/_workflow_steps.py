@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING
 from importers.adk._diagnostics import WORKFLOW_SHAPE
 from importers.adk._model import Agent, AgentKind, Edge, Node, NodeKind, Workflow
 from importers.adk._read import START
-from importers.steps import StepList, literal
+from importers.common.steps import StepList, literal
 
 if TYPE_CHECKING:
-    from importers.adk._emit import AgentParts, ProgramWriter
+    from importers.adk._emit import ProgramWriter
+    from importers.common.emit import AgentParts
 
 _END = "workflow_end"
 _SLUG_RE = re.compile(r"[^A-Za-z0-9_]+")

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from importers import ImportResult, ImportTargetError, check_strict, load_target
+from importers import ImportResult, ImportTargetError, load_target
 from importers.autogen._chair import MEETING_PLAYBOOK
-from importers.autogen._diagnostics import CODES, Findings
+from importers.autogen._diagnostics import CODES
 from importers.autogen._emit import ENTRY_PLAYBOOK, build_program
-from importers.langgraph._paths import camel_case
+from importers.common.diagnostics import Findings
+from importers.common.naming import camel_case, target_name
 
 _GENERIC_NAMES = frozenset({"team", "groupchat", "group_chat", "manager", "chat", "flow", "swarm"})
 
@@ -81,15 +82,12 @@ def import_team(
             "RoundRobinGroupChat, SelectorGroupChat, Swarm, GraphFlow, MagenticOneGroupChat and ag2 GroupChat / "
             "GroupChatManager objects"
         )
-    program = build_program(model)
-    return check_strict(source, ImportResult(program=program, diagnostics=findings.all()), strict)
+    return findings.result(build_program(model), target=source, strict=strict)
 
 
 def import_target(target: str, *, strict: bool = False, initiator: str | None = None) -> ImportResult:
     """The PAL program of the team at `target` (`package.module:attribute`); `initiator` as for `import_team`."""
     team = load_target(target)
-    module, _, attribute = target.partition(":")
-    last = attribute.rpartition(".")[2]
     own = getattr(team, "name", None) if _framework(team) == "autogen" else None
     if own and own not in (
         "RoundRobinGroupChat",
@@ -100,7 +98,7 @@ def import_target(target: str, *, strict: bool = False, initiator: str | None = 
     ):
         name = str(own)
     else:
-        name = f"{module.rpartition('.')[2]}_{last}" if last.lower() in _GENERIC_NAMES else last
+        name = target_name(target, _GENERIC_NAMES, ignore_case=True)
     return import_team(team, name=name, source=target, strict=strict, initiator=initiator)
 
 

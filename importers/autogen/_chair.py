@@ -22,7 +22,7 @@ from typing import Any
 
 from importers.autogen._model import Team
 from importers.autogen._termination import TerminationSteps
-from importers.steps import StepList, literal
+from importers.common.steps import StepList, literal
 
 MEETING_PLAYBOOK = "GroupChat"
 """The meeting playbook of the chair and of every participant."""

@@ -12,19 +12,16 @@
 
 from __future__ import annotations
 
-import inspect
-import typing
 from collections.abc import Iterable
 
 from importers import autogen_support
 from importers.autogen._chair import MEETING_PLAYBOOK, ChairSteps
 from importers.autogen._model import Member, MemberKind, Team
-from importers.langgraph._paths import camel_case, pal_type
-from importers.steps import StepList, literal
-from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind, Program, Trigger
+from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
+from importers.common.naming import camel_case, safe_description
+from importers.common.steps import StepList, literal
+from pal_core.ir import Agent, Metadata, Parameter, Playbook, Program, Trigger
 
-SUPPORT_MODULE = "importers.autogen_support"
-"""Where the helper playbooks are bound."""
 ENTRY_PLAYBOOK = "Run"
 """The chair's playbook that runs the chat on a task and returns the transcript."""
 RESPOND_PLAYBOOK = "Respond"
@@ -32,46 +29,16 @@ RESPOND_PLAYBOOK = "Respond"
 REPLY_PLAYBOOK = "Reply"
 """A participant's public playbook running the live agent: its turn, callable from outside the meeting too
 (`exporters.autogen.as_autogen_agent(program, playbook="Alice.Reply")` puts it back in an AutoGen team)."""
+SUPPORT = SupportModule(
+    autogen_support,
+    reserved=(ENTRY_PLAYBOOK, MEETING_PLAYBOOK, RESPOND_PLAYBOOK, REPLY_PLAYBOOK),
+    defaults=False,
+)
+"""Where the helper playbooks are bound."""
 
 
-class Helpers:
-    """The support helpers one agent uses, declared as Python playbooks on first use."""
-
-    def __init__(self) -> None:
-        self.used: dict[str, Playbook] = {}
-
-    def __call__(self, function: str) -> str:
-        name = camel_case(function)
-        if function not in self.used:
-            self.used[function] = _helper_playbook(function, name)
-        return name
-
-    def playbooks(self) -> list[Playbook]:
-        return [self.used[key] for key in sorted(self.used)]
-
-
-def _helper_playbook(function: str, name: str) -> Playbook:
-    helper = autogen_support.HELPERS[function]
-    hints = typing.get_type_hints(helper)
-    parameters = tuple(
-        Parameter(name=parameter.name, type=pal_type(hints.get(parameter.name)))
-        for parameter in inspect.signature(helper).parameters.values()
-    )
-    returns = hints.get("return")
-    doc = inspect.getdoc(helper) or ""
-    return Playbook(
-        name=name,
-        kind=PlaybookKind.PYTHON,
-        parameters=parameters,
-        returns=pal_type(returns) or ("None" if returns is type(None) else "Any"),
-        description=" ".join(doc.split("\n\n", 1)[0].split()),
-        metadata=Metadata(python=f"{SUPPORT_MODULE}:{function}"),
-    )
-
-
-def _description(text: str) -> str:
-    lines = [line.rstrip() for line in text.strip().splitlines()]
-    return "\n".join(f" {line}" if line.startswith(("#", "```")) else line for line in lines).strip("\n")
+def _framework(team: Team) -> str:
+    return "ag2" if team.framework == "ag2" else "AutoGen"
 
 
 def _outside_name(team: Team) -> str:
@@ -93,8 +60,19 @@ def _outside_name(team: Team) -> str:
 def build_program(team: Team) -> Program:
     """The PAL program of `team`."""
     outside = _outside_name(team)
-    chair_helpers = Helpers()
-    chair = ChairSteps(team, chair_helpers, outside)
+    kind = team.class_name.rpartition(".")[2]
+    details = {"team": team.source, "kind": kind, "framework": team.framework}
+    parts = AgentParts(
+        name=team.name,
+        description=safe_description(
+            f"{_framework(team)} {kind} `{team.title}` imported from `{team.source}` "
+            f"by `pal import autogen`: the chair of its group chat, a PAL meeting of "
+            f"{', '.join(m.pal for m in team.members)}. {team.description}".strip()
+        ),
+        metadata=Metadata(extra={"autogen": details}),
+        support=SUPPORT,
+    )
+    chair = ChairSteps(team, parts.helper, outside)
     steps = chair.write()
     notes = [  # the policy's notes first: the steps refer to them as N1, N2, ...
         *chair.notes,
@@ -105,13 +83,13 @@ def build_program(team: Team) -> Program:
         name=MEETING_PLAYBOOK,
         parameters=(Parameter(name="task", type="str"),),
         returns="dict",
-        description=_description(
+        description=safe_description(
             f"Chairs the {team.title} chat on $task: the task first, then the speakers the team's policy picks, "
             "until a termination condition holds; returns the transcript and the stop reason."
         ),
         metadata=Metadata(meeting=True, required_attendees=tuple(member.pal for member in team.members)),
         steps=steps,
-        notes=tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(notes, start=1)),
+        notes=numbered_notes(notes),
     )
     entry_steps = StepList()
     entry_steps.add("QUE", f"$result:dict = {MEETING_PLAYBOOK}(task=$task)")
@@ -128,19 +106,8 @@ def build_program(team: Team) -> Program:
         triggers=(Trigger(id="T1", code="BGN", text="At the beginning"),),
         steps=entry_steps.build(),
     )
-    kind = team.class_name.rpartition(".")[2]
-    details = {"team": team.source, "kind": kind, "framework": team.framework}
-    chair_agent = Agent(
-        name=team.name,
-        description=_description(
-            f"{'ag2' if team.framework == 'ag2' else 'AutoGen'} {kind} `{team.title}` imported from `{team.source}` "
-            f"by `pal import autogen`: the chair of its group chat, a PAL meeting of "
-            f"{', '.join(m.pal for m in team.members)}. {team.description}".strip()
-        ),
-        metadata=Metadata(extra={"autogen": details}),
-        playbooks=(entry, meeting, *chair_helpers.playbooks()),
-    )
-    agents = [chair_agent]
+    parts.main.extend((entry, meeting))
+    agents = [parts.build()]
     names = chair.names_map()
     for member in team.members:
         agents.append(_member_agent(team, member, names, chair.agents_map()))
@@ -148,7 +115,16 @@ def build_program(team: Team) -> Program:
 
 
 def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dict[str, str]) -> Agent:
-    helpers = Helpers()
+    parts = AgentParts(
+        name=member.pal,
+        description=safe_description(
+            f"{_framework(team)} agent `{member.name}` ({member.class_name}) of "
+            f"`{team.source}`. {member.description}".strip()
+        ),
+        metadata=Metadata(extra={"autogen": {"agent": member.name, "class": member.class_name}}),
+        support=SUPPORT,
+    )
+    helper = parts.helper
     steps = StepList()
     chair = team.name
     steps.add("EXE", f"$agents:dict = {literal(agents)}")
@@ -161,7 +137,7 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     fresh = ", fresh_start=True" if team.policy.kind == "magentic_one" else ""
     steps.add(
         "EXE",
-        f"$turn:dict = {helpers('take_turn')}(heard=$heard, chair={literal(chair)}, agents=$agents{fresh})",
+        f"$turn:dict = {helper('take_turn')}(heard=$heard, chair={literal(chair)}, agents=$agents{fresh})",
     )
     body = StepList()
     body.jump("listen")
@@ -176,11 +152,11 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     notes: list[str] = []
     if member.kind is MemberKind.PYTHON:
         steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(new_messages=$input)")
-        extra.append(_reply_playbook(team, member, helpers("agent_reply"), "new_messages"))
+        extra.append(_reply_playbook(team, member, helper("agent_reply"), "new_messages"))
     elif member.kind is MemberKind.AG2_PYTHON:
         steps.add("EXE", "$history = $history + $input")
         steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(messages=$history)")
-        extra.append(_reply_playbook(team, member, helpers("ag2_reply"), "messages"))
+        extra.append(_reply_playbook(team, member, helper("ag2_reply"), "messages"))
     elif member.kind is MemberKind.LLM:
         steps.add("EXE", "$history = $history + $input")
         source = literal(member.name)
@@ -198,7 +174,7 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
             steps.add("EXE", f'$reply:dict = {{"source": {source}, "content": $answer}}')
         extra.extend(_llm_playbooks(member))
     else:
-        steps.add("EXE", f"{helpers('unsupported')}(reason={literal(member.reason)})")
+        steps.add("EXE", f"{helper('unsupported')}(reason={literal(member.reason)})")
         steps.add("EXE", f'$reply:dict = {{"source": {literal(member.name)}, "content": None}}')
     body = StepList()
     body.add("EXE", "$history = $history + [$reply]")
@@ -216,7 +192,6 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     steps.branch('If $reply["content"] != None', body)
     steps.add("QUE", "Say($to, $text)")
     steps.jump("listen")
-    framework = "ag2" if team.framework == "ag2" else "AutoGen"
     how = {
         MemberKind.PYTHON: "its turn runs the live agent (`on_messages_stream`) on what it heard since its last turn",
         MemberKind.AG2_PYTHON: "its turn runs the live agent (`a_generate_reply`) on the whole conversation",
@@ -226,22 +201,17 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     meeting = Playbook(
         name=MEETING_PLAYBOOK,
         returns="None",
-        description=_description(
+        description=safe_description(
             f"{member.name} in the group chat: it listens in the meeting and answers the chair when given the "
             f"turn; {how}."
         ),
         metadata=Metadata(meeting=True),
         steps=steps.build(),
-        notes=tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(notes, start=1)),
+        notes=numbered_notes(notes),
     )
-    return Agent(
-        name=member.pal,
-        description=_description(
-            f"{framework} agent `{member.name}` ({member.class_name}) of `{team.source}`. {member.description}".strip()
-        ),
-        metadata=Metadata(extra={"autogen": {"agent": member.name, "class": member.class_name}}),
-        playbooks=(meeting, *extra, *helpers.playbooks()),
-    )
+    parts.main.append(meeting)
+    parts.playbooks.extend(extra)
+    return parts.build()
 
 
 def _reply_playbook(team: Team, member: Member, helper: str, parameter: str) -> Playbook:
@@ -256,7 +226,7 @@ def _reply_playbook(team: Team, member: Member, helper: str, parameter: str) -> 
         name=REPLY_PLAYBOOK,
         parameters=(Parameter(name=parameter, type="list"),),
         returns="dict",
-        description=_description(
+        description=safe_description(
             f"{member.name}'s turn: the live agent's answer to the conversation {what} (transcript entries), as "
             '{"source": ..., "content": ..., "handoff": ...}.'
         ),
@@ -284,21 +254,11 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
         name=RESPOND_PLAYBOOK,
         parameters=(Parameter(name="conversation", type="list"),),
         returns="dict" if member.handoffs else "str",
-        description=_description(member.system_message or "You are a helpful AI assistant."),
+        description=safe_description(member.system_message or "You are a helpful AI assistant."),
         metadata=Metadata(execution_mode="react"),
-        notes=tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(notes, start=1)),
+        notes=numbered_notes(notes),
     )
-    tools = [
-        Playbook(
-            name=camel_case(tool.name),
-            kind=PlaybookKind.PYTHON,
-            parameters=tuple(Parameter(name=name, type=kind) for name, kind in tool.parameters),
-            returns=tool.returns,
-            description=_description(tool.description),
-            metadata=Metadata(python=tool.path),
-        )
-        for tool in member.tools
-    ]
+    tools = [tool_playbook(tool, name=camel_case(tool.name)) for tool in member.tools]
     transfers = []
     for handoff in member.handoffs:
         steps = StepList()
@@ -307,7 +267,7 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
             Playbook(
                 name=camel_case(handoff.name),
                 returns="dict",
-                description=_description(
+                description=safe_description(
                     handoff.description or f"Hand the conversation to {handoff.target}."
                 ),
                 steps=steps.build(),

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from importers.steps import StepList, literal
+from importers.common.steps import StepList, literal
 
 if TYPE_CHECKING:
     from importers.autogen._chair import ChairSteps

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from importers.common.model import BoundTool
+
 
 class MemberKind(StrEnum):
     """How a participant takes its turn in the imported program."""
@@ -19,22 +21,6 @@ class MemberKind(StrEnum):
     """An AssistantAgent or an ag2 agent with an LLM: a playbook the run's model executes."""
     UNSUPPORTED = "unsupported"
     """Something the importer cannot run (a nested team, ...): its turn fails with the reason."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Tool:
-    """A tool of an LLM agent, bound by import path."""
-
-    name: str
-    """The tool's name as the model calls it."""
-    description: str
-    """What it does."""
-    path: str
-    """`module:qualname` of the function."""
-    parameters: tuple[tuple[str, str | None], ...]
-    """(name, PAL type) of each argument."""
-    returns: str | None
-    """The PAL return type, if declared."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -67,7 +53,7 @@ class Member:
     """The framework class, `module.Class`."""
     system_message: str | None = None
     """An LLM agent's system message."""
-    tools: tuple[Tool, ...] = ()
+    tools: tuple[BoundTool, ...] = ()
     """An LLM agent's tools."""
     handoffs: tuple[Handoff, ...] = ()
     """An LLM agent's hand-offs."""

@@ -22,17 +22,15 @@ from importers.autogen._diagnostics import (
     TERMINATION_NOT_EXPRESSED,
     TOOL_WITHOUT_IMPORT_PATH,
     UNSUPPORTED_PARTICIPANT,
-    Findings,
 )
-from importers.autogen._model import Handoff, Member, MemberKind, Policy, Team, Termination, Tool
-from importers.langgraph._paths import camel_case, import_path, pal_type
+from importers.autogen._model import Handoff, Member, MemberKind, Policy, Team, Termination
+from importers.common.diagnostics import Findings
+from importers.common.model import BoundTool
+from importers.common.naming import Namer, camel_case
+from importers.common.pal_types import pal_type
+from importers.common.paths import class_path, import_path
 
 _TEXT_TYPES = frozenset({"TextMessage", "HandoffMessage"})
-
-
-def class_name(value: Any) -> str:
-    kind = type(value)
-    return f"{kind.__module__}.{kind.__qualname__}"
 
 
 def function_path(function: Any, subject: str, what: str, findings: Findings) -> str | None:
@@ -110,19 +108,9 @@ def _text_test(node: ast.Lambda) -> dict[str, Any] | None:
 
 
 def pal_names(names: list[str], reserved: set[str]) -> dict[str, str]:
-    """A unique CamelCase PAL agent name for each framework name."""
-    taken = set(reserved)
-    result: dict[str, str] = {}
-    for name in names:
-        base = camel_case(name)
-        candidate = base
-        number = 2
-        while candidate in taken:
-            candidate = f"{base}{number}"
-            number += 1
-        taken.add(candidate)
-        result[name] = candidate
-    return result
+    """A unique CamelCase PAL agent name for each framework name (`writer`, `writer2`, ...)."""
+    namer = Namer(reserved)
+    return {name: namer.take(camel_case(name)) for name in names}
 
 
 # --- participants ------------------------------------------------------------------------------------
@@ -138,7 +126,7 @@ def read_member(agent: Any, pal: str, subject: str, findings: Findings) -> Membe
         "name": name,
         "pal": pal,
         "description": str(agent.description or ""),
-        "class_name": class_name(agent),
+        "class_name": class_path(agent),
     }
     if isinstance(agent, AgentTeam):
         reason = "it is a team; a team inside a team is not imported (import the inner team on its own)"
@@ -202,7 +190,7 @@ def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any
         features.append("a workbench (MCP tools): bind an MCP server as a remote agent instead")
     for feature in features:
         findings.add(AGENT_FEATURE, where, f"not expressed: {feature}; the agent answers with text")
-    tools: list[Tool] = []
+    tools: list[BoundTool] = []
     for tool in getattr(agent, "_tools", []):
         read = _tool(tool, where, findings)
         if read is not None:
@@ -212,7 +200,7 @@ def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any
     )
 
 
-def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
+def _tool(tool: Any, where: str, findings: Findings) -> BoundTool | None:
     function = getattr(tool, "_func", None)
     subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
     if not callable(function):
@@ -240,7 +228,7 @@ def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
             ):
                 continue
             parameters.append((parameter.name, pal_type(hints.get(parameter.name))))
-    return Tool(
+    return BoundTool(
         name=str(tool.name),
         description=str(getattr(tool, "description", "") or ""),
         path=path,
@@ -349,7 +337,7 @@ def read_team(team: Any, *, pal: str, source: str, findings: Findings) -> Team:
         name=pal,
         title=str(team.name),
         framework="autogen",
-        class_name=class_name(team),
+        class_name=class_path(team),
         source=source,
         description=str(getattr(team, "description", "") or ""),
         members=members,

@@ -18,11 +18,13 @@ from importers.autogen._diagnostics import (
     AGENT_FEATURE,
     GROUP_CHAT_FEATURE,
     TOOL_WITHOUT_IMPORT_PATH,
-    Findings,
 )
-from importers.autogen._model import Member, MemberKind, Policy, Team, Tool
-from importers.autogen._read import class_name, function_path, pal_names
-from importers.langgraph._paths import import_path, pal_type
+from importers.autogen._model import Member, MemberKind, Policy, Team
+from importers.autogen._read import function_path, pal_names
+from importers.common.diagnostics import Findings
+from importers.common.model import BoundTool
+from importers.common.pal_types import pal_type
+from importers.common.paths import class_path, import_path
 
 OUTSIDE = "user"
 """Who says the task when no initiator is named: someone outside the group."""
@@ -92,7 +94,7 @@ def read_group_chat(
         name=pal,
         title=str(title),
         framework="ag2",
-        class_name=class_name(target),
+        class_name=class_path(target),
         source=source,
         description="",
         members=members,
@@ -136,7 +138,7 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
         "name": str(agent.name),
         "pal": pal,
         "description": str(getattr(agent, "description", "") or ""),
-        "class_name": class_name(agent),
+        "class_name": class_path(agent),
     }
     from autogen import ConversableAgent
 
@@ -159,7 +161,7 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
             f"its registered reply functions ({', '.join(custom)}) run only in ag2; the imported agent answers "
             "through the model",
         )
-    tools: list[Tool] = []
+    tools: list[BoundTool] = []
     for tool in getattr(agent, "tools", []) or []:
         read = _tool(tool, where, findings)
         if read is not None:
@@ -172,7 +174,7 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
     )
 
 
-def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
+def _tool(tool: Any, where: str, findings: Findings) -> BoundTool | None:
     function = getattr(tool, "func", None) or getattr(tool, "_func", None)
     subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
     path, why = import_path(function) if callable(function) else (None, "it has no Python function")
@@ -185,7 +187,7 @@ def _tool(tool: Any, where: str, findings: Findings) -> Tool | None:
         for parameter in inspect.signature(function).parameters.values()
         if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
     )
-    return Tool(
+    return BoundTool(
         name=str(tool.name),
         description=str(getattr(tool, "description", "") or ""),
         path=path,

@@ -10,7 +10,7 @@ at `$delta` (the messages of the last step: the task at the start, then each rep
 from __future__ import annotations
 
 from importers.autogen._model import Termination
-from importers.steps import StepList, literal
+from importers.common.steps import StepList, literal
 
 
 class TerminationSteps:

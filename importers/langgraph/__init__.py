@@ -5,7 +5,7 @@
 
 `import_target("module:attr")` and `import_graph(graph)` return an `ImportResult`: the program, and a
 diagnostic for every part of the graph the program does not express, naming the node, state key, router
-or tool (codes LG101-LG116, listed in docs/langgraph.md). With `strict=True` any diagnostic raises
+or tool (codes LG101-LG117, listed in docs/langgraph.md). With `strict=True` any diagnostic raises
 `ImportFailed`. The graph is read from its builder (`nodes`, `edges`, `waiting_edges`, `branches`,
 `channels`, `schemas`), never from `get_graph()`, which draws false edges for Command routing.
 
@@ -58,8 +58,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from importers import ImportResult, ImportTargetError, check_strict, load_target
-from importers.langgraph._diagnostics import CODES, Findings
+from importers import ImportResult, ImportTargetError, load_target
+from importers.common.diagnostics import Findings
+from importers.common.naming import target_name
+from importers.langgraph._diagnostics import CODES
 from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, build_program
 from importers.langgraph._model import START
 from importers.langgraph._read import read_graph
@@ -85,19 +87,13 @@ def import_graph(
         raise ImportTargetError(
             f"graph {model.name!r} has no entry point: add an edge from START (add_edge(START, node))"
         )
-    program = build_program(model, findings)
-    return check_strict(
-        source or model.name, ImportResult(program=program, diagnostics=findings.all()), strict
-    )
+    return findings.result(build_program(model, findings), target=source or model.name, strict=strict)
 
 
 def import_target(target: str, *, strict: bool = False) -> ImportResult:
     """The PAL program of the graph at `target` (`package.module:attribute`)."""
     graph = load_target(target)
-    module, _, attribute = target.partition(":")
-    last = attribute.rpartition(".")[2]
-    name = f"{module.rpartition('.')[2]}_{last}" if last in _GENERIC_NAMES else last
-    return import_graph(graph, name=name, source=target, strict=strict)
+    return import_graph(graph, name=target_name(target, _GENERIC_NAMES), source=target, strict=strict)
 
 
 __all__ = ["AGENT_PLAYBOOK", "CODES", "ENTRY_PLAYBOOK", "import_graph", "import_target"]

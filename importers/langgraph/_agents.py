@@ -16,9 +16,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from importers.langgraph._diagnostics import AGENT_FEATURE, TOOL_WITHOUT_IMPORT_PATH, Findings
-from importers.langgraph._model import AgentFactory, Callee, Handoff, LlmAgent, Tool
-from importers.langgraph._paths import import_path, pal_type, resolves_to
+from importers.common.diagnostics import Findings
+from importers.common.model import BoundTool
+from importers.common.pal_types import pal_type
+from importers.common.paths import import_path, resolves_to
+from importers.langgraph._diagnostics import AGENT_FEATURE, TOOL_WITHOUT_IMPORT_PATH
+from importers.langgraph._model import AgentFactory, Handoff, LlmAgent
 
 _REACT_MODEL = ("langgraph.prebuilt.chat_agent_executor", "create_react_agent.<locals>.call_model")
 _AGENT_MODEL = ("langchain.agents.factory", "create_agent.<locals>.model_node")
@@ -129,7 +132,7 @@ def _prompt_text(prompt: Any, subject: str, findings: Findings) -> str | None:
 
 def _read_tools(
     tool_node: Any, subject: str, findings: Findings
-) -> tuple[tuple[Tool, ...], tuple[Handoff, ...]]:
+) -> tuple[tuple[BoundTool, ...], tuple[Handoff, ...]]:
     if tool_node is None:
         return (), ()
     tools_by_name = getattr(tool_node.runnable, "tools_by_name", None)
@@ -138,7 +141,7 @@ def _read_tools(
             AGENT_FEATURE, subject, "its tools node is not a ToolNode, so its tools are not imported"
         )
         return (), ()
-    tools: list[Tool] = []
+    tools: list[BoundTool] = []
     handoffs: list[Handoff] = []
     for tool_name, tool in tools_by_name.items():
         metadata = getattr(tool, "metadata", None) or {}
@@ -168,7 +171,7 @@ def _handoff(tool: Any, destination: str) -> Handoff:
     )
 
 
-def _tool(tool: Any, tool_name: str, subject: str, findings: Findings) -> Tool | None:
+def _tool(tool: Any, tool_name: str, subject: str, findings: Findings) -> BoundTool | None:
     where = f"{subject}, tool {tool_name!r}"
     function = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
     if not callable(function):
@@ -211,11 +214,12 @@ def _tool(tool: Any, tool_name: str, subject: str, findings: Findings) -> Tool |
     returns = None
     if signature is not None and signature.return_annotation is not signature.empty:
         returns = pal_type(signature.return_annotation)
-    return Tool(
+    return BoundTool(
         name=tool_name,
         description=str(getattr(tool, "description", "") or ""),
-        callee=Callee(path=path, name=function.__name__, returns=returns, function=function),
+        path=path,
         parameters=tuple(parameters),
+        returns=returns,
     )
 
 

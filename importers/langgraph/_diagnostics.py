@@ -1,28 +1,8 @@
-"""The LangGraph importer's diagnostic codes, and the collector the reader and writer share.
-
-Codes are stable and documented in docs/langgraph.md; a code is never reused for another meaning.
-"""
+"""The LangGraph importer's diagnostic codes (LG1xx, docs/langgraph.md); a code is never reused."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
-
-from importers import ImportDiagnostic
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Code:
-    """One kind of finding."""
-
-    code: str
-    """The stable code, `LG1xx`."""
-    name: str
-    """A short kebab-case name."""
-    summary: str
-    """What it means, in a few words."""
-
+from importers.common.diagnostics import Code, CodeTable
 
 NODE_WITHOUT_IMPORT_PATH = Code(
     code="LG101", name="node-without-import-path", summary="a node's function cannot be imported by path"
@@ -84,48 +64,27 @@ UNSUPPORTED_COMMAND = Code(
     summary="a node returns a Command the imported program does not follow (goto=Send, graph=PARENT)",
 )
 
-CODES: Mapping[str, Code] = MappingProxyType(
-    {
-        code.code: code
-        for code in (
-            NODE_WITHOUT_IMPORT_PATH,
-            ROUTER_WITHOUT_IMPORT_PATH,
-            REDUCER_WITHOUT_IMPORT_PATH,
-            UNSUPPORTED_CHANNEL,
-            MANAGED_VALUE,
-            PARALLEL_ROUTING,
-            SEVERAL_ROUTES,
-            DEFERRED_NODE,
-            NODE_POLICY,
-            NODE_NEEDS_CONTEXT,
-            SEVERAL_DESTINATIONS,
-            STATE_SCHEMA,
-            AGENT_FEATURE,
-            TOOL_WITHOUT_IMPORT_PATH,
-            GRAPH_TOO_LARGE,
-            UNSUPPORTED_NODE,
-            UNSUPPORTED_COMMAND,
-        )
-    }
+CODES = CodeTable(
+    prefix="LG1",
+    docs="docs/langgraph.md",
+    codes=(
+        NODE_WITHOUT_IMPORT_PATH,
+        ROUTER_WITHOUT_IMPORT_PATH,
+        REDUCER_WITHOUT_IMPORT_PATH,
+        UNSUPPORTED_CHANNEL,
+        MANAGED_VALUE,
+        PARALLEL_ROUTING,
+        SEVERAL_ROUTES,
+        DEFERRED_NODE,
+        NODE_POLICY,
+        NODE_NEEDS_CONTEXT,
+        SEVERAL_DESTINATIONS,
+        STATE_SCHEMA,
+        AGENT_FEATURE,
+        TOOL_WITHOUT_IMPORT_PATH,
+        GRAPH_TOO_LARGE,
+        UNSUPPORTED_NODE,
+        UNSUPPORTED_COMMAND,
+    ),
 )
 """Every code by its number."""
-
-
-class Findings:
-    """Diagnostics in the order found, each subject and code reported once."""
-
-    __slots__ = ("_items", "_seen")
-
-    def __init__(self) -> None:
-        self._items: list[ImportDiagnostic] = []
-        self._seen: set[tuple[str, str, str]] = set()
-
-    def add(self, code: Code, subject: str, message: str) -> None:
-        key = (code.code, subject, message)
-        if key in self._seen:
-            return
-        self._seen.add(key)
-        self._items.append(ImportDiagnostic(code=code.code, subject=subject, message=message))
-
-    def all(self) -> tuple[ImportDiagnostic, ...]:
-        return tuple(self._items)

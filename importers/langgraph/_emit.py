@@ -9,120 +9,23 @@ must not overwrite its parent's. The steps of an `Invoke` playbook are written b
 
 from __future__ import annotations
 
-import inspect
-import re
-import typing
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from importers import langgraph_support
-from importers.langgraph._diagnostics import Findings
+from importers.common.diagnostics import Findings
+from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
+from importers.common.naming import Namer, camel_case, safe_description
+from importers.common.steps import StepList, literal
 from importers.langgraph._model import Graph, LlmAgent
-from importers.langgraph._paths import camel_case, pal_type
-from importers.steps import StepList, literal
-from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind, Program
-from pal_core.validate import BUILTIN_PLAYBOOKS
+from pal_core.ir import Agent, Metadata, Parameter, Playbook, Program
 
-SUPPORT_MODULE = "importers.langgraph_support"
-"""Where the helper playbooks are bound."""
 ENTRY_PLAYBOOK = "Invoke"
 """The playbook that runs a graph from its input state to its output state."""
 AGENT_PLAYBOOK = "Run"
 """The react playbook of an LLM agent."""
-_HEADER_LINE_RE = re.compile(r"(#|```)")
-_HELPER_NAMES = {function: camel_case(function) for function in langgraph_support.HELPERS}
-_RESERVED = frozenset({ENTRY_PLAYBOOK, AGENT_PLAYBOOK, *_HELPER_NAMES.values(), *BUILTIN_PLAYBOOKS})
-
-
-class Namer:
-    """Unique names: `base`, else `base + hint`, else `base + hint + 2`, ..."""
-
-    __slots__ = ("_taken",)
-
-    def __init__(self, reserved: Iterable[str] = ()) -> None:
-        self._taken = set(reserved)
-
-    def take(self, base: str, hint: str) -> str:
-        candidates = [base, f"{base}{hint}"] if not base.endswith(hint) else [base]
-        for candidate in candidates:
-            if candidate not in self._taken:
-                self._taken.add(candidate)
-                return candidate
-        number = 2
-        while f"{base}{hint}{number}" in self._taken:
-            number += 1
-        self._taken.add(f"{base}{hint}{number}")
-        return f"{base}{hint}{number}"
-
-
-@dataclass(slots=True, kw_only=True)
-class AgentParts:
-    """An agent being built (mutable until `build`)."""
-
-    name: str
-    """The agent's name."""
-    description: str
-    """The agent's description."""
-    metadata: Metadata
-    """The agent's metadata (`langgraph:` details)."""
-    namer: Namer = field(default_factory=lambda: Namer(_RESERVED))
-    """Playbook names taken so far in this agent."""
-    main: list[Playbook] = field(default_factory=list)
-    """The playbooks written first: `Invoke` and, for an LLM agent, `Run`."""
-    playbooks: list[Playbook] = field(default_factory=list)
-    """Node, router, tool and hand-off playbooks, in the order made."""
-    helpers: dict[str, Playbook] = field(default_factory=dict)
-    """Support helper playbooks by helper function name, written last."""
-
-    def helper(self, function: str) -> str:
-        """The PAL name of helper `function`, adding its playbook on first use."""
-        name = _HELPER_NAMES[function]
-        if function not in self.helpers:
-            self.helpers[function] = _helper_playbook(function, name)
-        return name
-
-    def build(self) -> Agent:
-        return Agent(
-            name=self.name,
-            description=self.description,
-            metadata=self.metadata,
-            playbooks=(*self.main, *self.playbooks, *(self.helpers[key] for key in sorted(self.helpers))),
-        )
-
-
-def _helper_playbook(function: str, name: str) -> Playbook:
-    """A Python playbook bound to a support helper, its header read from the helper's signature."""
-    helper = langgraph_support.HELPERS[function]
-    hints = typing.get_type_hints(helper)
-    parameters = tuple(
-        Parameter(
-            name=parameter.name,
-            type=pal_type(hints.get(parameter.name)),
-            default=None if parameter.default is parameter.empty else literal(parameter.default),
-        )
-        for parameter in inspect.signature(helper).parameters.values()
-    )
-    returns = hints.get("return")
-    return Playbook(
-        name=name,
-        kind=PlaybookKind.PYTHON,
-        parameters=parameters,
-        returns=pal_type(returns) or ("None" if returns is type(None) else "Any"),
-        description=_first_paragraph(inspect.getdoc(helper) or ""),
-        metadata=Metadata(python=f"{SUPPORT_MODULE}:{function}"),
-    )
-
-
-def _first_paragraph(text: str) -> str:
-    return " ".join(text.split("\n\n", 1)[0].split())
-
-
-def safe_description(text: str) -> str:
-    """Text that reads back as description: no header-like or fence lines, no trailing spaces."""
-    lines = [line.rstrip() for line in text.strip().splitlines()]
-    safe = [f" {line}" if _HEADER_LINE_RE.match(line) else line for line in lines]
-    return "\n".join(safe).strip("\n")
+SUPPORT = SupportModule(langgraph_support, reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK))
+"""Where the helper playbooks are bound. An agent's `main` playbooks are `Invoke` and, for an LLM agent,
+`Run`; its other playbooks are its nodes, routers, tools and hand-offs."""
 
 
 def build_program(graph: Graph, findings: Findings) -> Program:
@@ -152,6 +55,7 @@ class ProgramWriter:
             name=self.agent_names.take(camel_case(graph.name), "Graph"),
             description=_graph_description(graph, top_level=top_level),
             metadata=_graph_metadata(graph),
+            support=SUPPORT,
         )
         self.agents.append(parts)
         if graph.agent is not None:
@@ -169,6 +73,7 @@ class ProgramWriter:
             name=self.agent_names.take(camel_case(agent.name), "Agent"),
             description=_agent_description(agent),
             metadata=Metadata(extra={"langgraph": {"agent": agent.name, "factory": agent.factory.value}}),
+            support=SUPPORT,
         )
         self.llm_agents[id(agent)] = parts.name
         self.agents.append(parts)
@@ -198,20 +103,11 @@ class ProgramWriter:
                     execution_mode="react",
                     extra={"mcp": {"tool": False}} if public else {},
                 ),
-                notes=tuple(Note(id=f"N{index}", text=text) for index, text in enumerate(notes, start=1)),
+                notes=numbered_notes(notes),
             )
         )
         for tool in agent.tools:
-            parts.playbooks.append(
-                Playbook(
-                    name=parts.namer.take(camel_case(tool.name), "Tool"),
-                    kind=PlaybookKind.PYTHON,
-                    parameters=tuple(Parameter(name=name, type=kind) for name, kind in tool.parameters),
-                    returns=tool.callee.returns,
-                    description=safe_description(tool.description),
-                    metadata=Metadata(python=tool.callee.path),
-                )
-            )
+            parts.playbooks.append(tool_playbook(tool, name=parts.namer.take(camel_case(tool.name), "Tool")))
         for handoff in agent.handoffs:
             steps = StepList()
             arguments = f"agent={literal(handoff.destination)}"

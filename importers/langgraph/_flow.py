@@ -22,12 +22,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from importers.common.diagnostics import Findings
 from importers.langgraph._diagnostics import (
     GRAPH_TOO_LARGE,
     PARALLEL_ROUTING,
     SEVERAL_DESTINATIONS,
     SEVERAL_ROUTES,
-    Findings,
 )
 from importers.langgraph._model import END, START, Graph, Router
 

@@ -24,12 +24,13 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, AgentParts, safe_description
+from importers.common.emit import AgentParts, python_playbook
+from importers.common.naming import camel_case, safe_description
+from importers.common.steps import StepList, literal
+from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK
 from importers.langgraph._flow import END_BLOCK, Block, Exit, ExitKind, Flow, Task, build_flow
 from importers.langgraph._model import END, START, Graph, InputView, Node, NodeKind, Router
-from importers.langgraph._paths import camel_case
-from importers.steps import StepList, literal
-from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
+from pal_core.ir import Metadata, Parameter, Playbook, Trigger
 from runtime.schema import json_schema_for_type
 
 if TYPE_CHECKING:
@@ -117,13 +118,12 @@ class GraphSteps:
             parameter = node.callee.parameters[0] if node.callee.parameters else "state"
             input_type = node.view.model.rpartition(":")[2] if node.view and node.view.model else "dict"
             self.agent.playbooks.append(
-                Playbook(
+                python_playbook(
                     name=name,
-                    kind=PlaybookKind.PYTHON,
+                    path=node.callee.path,
                     parameters=(Parameter(name=parameter, type=input_type),),
                     returns=_returns_text(node.callee.returns),
                     description=safe_description(doc),
-                    metadata=Metadata(python=node.callee.path),
                 )
             )
             return _NodeCall(callee=name, parameter=parameter, view=node.view)
@@ -198,13 +198,12 @@ class GraphSteps:
             doc = f"{doc} {callee.description}"
         input_type = router.view.model.rpartition(":")[2] if router.view and router.view.model else "dict"
         self.agent.playbooks.append(
-            Playbook(
+            python_playbook(
                 name=name,
-                kind=PlaybookKind.PYTHON,
+                path=callee.path,
                 parameters=(Parameter(name=parameter, type=input_type),),
                 returns=_returns_text(callee.returns) if callee.returns else "str",
                 description=safe_description(doc),
-                metadata=Metadata(python=callee.path),
             )
         )
         self.routers[callee.path] = name

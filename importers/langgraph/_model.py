@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from importers.common.model import BoundTool
+
 END = "__end__"
 """LangGraph's END."""
 START = "__start__"
@@ -64,20 +66,6 @@ class Channel:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Tool:
-    """A tool of an LLM agent that becomes a Python playbook."""
-
-    name: str
-    """The tool's name as the model sees it."""
-    description: str
-    """The tool's description."""
-    callee: Callee
-    """The function behind the tool."""
-    parameters: tuple[tuple[str, str | None], ...] = ()
-    """(name, PAL type) of the arguments the model fills in."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Handoff:
     """A multi-agent hand-off tool (`transfer_to_<agent>`): a Command to the graph that runs the agents."""
 
@@ -108,7 +96,7 @@ class LlmAgent:
     """Which factory built it."""
     prompt: str | None
     """The system prompt, when it is text."""
-    tools: tuple[Tool, ...] = ()
+    tools: tuple[BoundTool, ...] = ()
     """Tools that become Python playbooks."""
     handoffs: tuple[Handoff, ...] = ()
     """Hand-off tools that become transfer playbooks."""

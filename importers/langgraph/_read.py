@@ -15,6 +15,9 @@ from types import CodeType
 from typing import Any
 
 from importers import ImportTargetError
+from importers.common.diagnostics import Findings
+from importers.common.pal_types import type_text
+from importers.common.paths import import_path
 from importers.langgraph._agents import (
     closure_vars,
     recognize_agent,
@@ -43,7 +46,6 @@ from importers.langgraph._diagnostics import (
     UNSUPPORTED_CHANNEL,
     UNSUPPORTED_COMMAND,
     UNSUPPORTED_NODE,
-    Findings,
 )
 from importers.langgraph._model import (
     END,
@@ -57,7 +59,6 @@ from importers.langgraph._model import (
     NodeKind,
     Router,
 )
-from importers.langgraph._paths import import_path, type_text
 
 _JSON_INITIALS = (list, dict, int, float, str, bool)
 _DEFAULT_GRAPH_NAME = "LangGraph"
