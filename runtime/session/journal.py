@@ -265,6 +265,8 @@ class Journal:
 
     async def _snapshot(self, at: int) -> None:
         self._snapshot_due = None
+        if self.run is None:
+            return  # nothing to read the state from (a message answering a wait, from another process)
         try:
             await self.store.put_snapshot(self.thread_id, at=at, state=self.readable_state())
         except StoreError as error:  # derived data: a snapshot that cannot be stored is skipped
@@ -560,7 +562,7 @@ def turn_changes(turn: VerifiedTurn, instance: AgentInstance) -> dict[str, Any]:
             steps.extend(action.implied)
             steps.append(action.step.line)
             calls.extend(
-                f"{call.name}({', '.join(argument.text for argument in call.arguments)})"
+                f"{call.name}({', '.join(_argument_text(argument) for argument in call.arguments)})"
                 for call in action.calls
             )
         elif isinstance(action, VarAction) and action.name != "__":
@@ -581,6 +583,10 @@ def turn_changes(turn: VerifiedTurn, instance: AgentInstance) -> dict[str, Any]:
     if has_return:
         changed["returned"] = returned
     return changed
+
+
+def _argument_text(argument: Any) -> str:
+    return f"{argument.name}={argument.text}" if argument.name else str(argument.text)
 
 
 def _said(turn: VerifiedTurn) -> list[str]:

@@ -254,18 +254,11 @@ class Session:
         return ChainedHuman(ScriptedHuman(given), self.human) if given else self.human
 
     async def answer(self, text: str) -> int:
-        """Answer the thread's wait for the user from any process: the message is committed to the log (the
-        entry number is returned), and the run that resumes the thread reads it there. ThreadStateError
-        when the thread is not waiting for the user."""
+        """Answer the thread's wait for the user (see `answer_thread`); the session's run, if any, is
+        rebuilt from the log at its next use."""
         async with self._lock:
-            journal = await self._journal()
-            label = journal.unanswered_wait()
-            if label is None:
-                raise ThreadStateError(
-                    f"thread {self.thread_id!r} is not waiting for the user (it is {self.thread.status.value})"
-                )
-            await self._shut_down()  # a run of this session, if any, is behind the log now
-            return await journal.commit_input(label, text)
+            await self._shut_down()
+            return await answer_thread(self.store, self.thread_id, text)
 
 
 class ProgramSession(Session):
@@ -600,6 +593,21 @@ def thread_kind(thread: Thread) -> str:
     details = thread.metadata.get("pal")
     kind = details.get("kind") if isinstance(details, Mapping) else None
     return str(kind) if kind else "program"
+
+
+async def answer_thread(store: Store, thread_id: str, text: str) -> int:
+    """Answer a thread's wait for the user, from any process: the message is committed to its log (the entry
+    number is returned) and the run that resumes the thread reads it there. ThreadStateError when the
+    thread does not wait for the user."""
+    entries = await store.read_entries(thread_id)
+    journal = Journal(store, thread_id, entries, last=entries[-1].number if entries else 0)
+    label = journal.unanswered_wait()
+    if label is None:
+        thread = await store.get_thread(thread_id)
+        raise ThreadStateError(
+            f"thread {thread_id!r} is not waiting for the user (it is {thread.status.value})"
+        )
+    return await journal.commit_input(label, text)
 
 
 async def recorded_result(store: Store, thread_id: str) -> RunResult:
