@@ -337,8 +337,11 @@ class CallSession(Session):
         arguments, in the thread. `listener` gets every trace event of the call. Raises what the runtime
         raises (CallError, RunError, ModelError; InputExhausted when the call waits for the user and nobody
         answers: the call stays unfinished, see `resume`)."""
-        target_agent, target = resolve_playbook(self.program, agent, playbook)
-        qualified = f"{target_agent.name}.{target.name}"
+        if agent is None and playbook and "." in playbook:
+            qualified = playbook  # a playbook of a Python module the program names is not in its text
+        else:
+            target_agent, target = resolve_playbook(self.program, agent, playbook)
+            qualified = f"{target_agent.name}.{target.name}"
         given = dict(arguments or {})
         async with self._lock:
             for _ in range(CONFLICT_RETRIES):
