@@ -296,7 +296,7 @@ class ProgramSession(Session):
             )
             result.status, result.reason, result.error = "error", str(mismatch), mismatch
             return
-        outcome = {"outcome": result.status, "model_calls": result.model_calls}
+        outcome = {"outcome": result.status}
         if result.status in ("exit", "idle"):
             await journal.finish(ThreadStatus.FINISHED, result.reason, outcome)
         elif result.status == "error":
