@@ -146,6 +146,7 @@ class Journal:
         self._replayed_answer: dict[str, Entry] = {}
         self._snapshot_due: int | None = None
         self._uncertain = False
+        self._frozen: str | None = None
         for entry in entries:
             place = stream_of(entry)
             if place is None:
@@ -232,11 +233,21 @@ class Journal:
 
     # --- writing ------------------------------------------------------------------------------------------
 
+    def freeze(self, reason: str) -> None:
+        """Record nothing more but how the run ended: the run failed, and what its agents do while it
+        unwinds (a meeting ended by the failing playbook, the messages that go out) is not part of the
+        thread. A resumed run then continues from where the failure struck, as after a crash."""
+        self._frozen = reason
+
     async def append(
         self, kind: str, payload: dict[str, Any], *, key: str | None = None, status: str | None = None
     ) -> int:
         """Append one entry (and set the thread's status with it); its number."""
         stop = kind in (EntryKind.WAIT, EntryKind.STATUS, "result")
+        if self._frozen is not None and kind != EntryKind.STATUS:
+            raise ThreadTakenOver(
+                f"thread {self.thread_id!r} records nothing more: the run failed ({self._frozen})"
+            )
         async with self._lock:
             if self._uncertain:
                 self.last = (await self.store.get_thread(self.thread_id)).last_entry
