@@ -57,8 +57,9 @@ from .journal import PAYLOAD_VERSION, THREAD, Journal, ReplayMismatch, ThreadTak
 RunFactory = Callable[..., ProgramRun]
 """Makes a session's run: `factory(program, model=, limits=, human=, tracer=, observers=)`."""
 
-CONFLICT_RETRIES = 20
-"""How many times a call reloads its thread and tries again when another process wrote to it first."""
+CONFLICT_WAIT = 60.0
+"""Seconds (at least) a call keeps reloading its thread and trying again while other processes write to it
+first; each such conflict means another call of the thread went ahead, so the thread never stalls."""
 SHUTDOWN_TIMEOUT = 30.0
 """Seconds a session's run may take to shut down."""
 
@@ -311,12 +312,14 @@ class CallSession(Session):
 
     busy_wait: float = 300.0
     """Seconds a call waits for another process's unfinished call in the thread (as long as that process
-    keeps writing to the log) before taking it over."""
-    stale_after: float = 10.0
-    """Seconds without a new entry after which another process's unfinished call counts as abandoned."""
+    keeps writing to the log) before taking it over. 0: the thread is this caller's alone (a command
+    line): its unfinished call is resumed by making the same call again, and another call is refused."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.stale_after = (self.limits.model_timeout or 270.0) + 30.0
+        """Seconds without a new entry after which another process's unfinished call counts as abandoned
+        (longer than one model call may take, during which a live call writes nothing)."""
         self._run: ProgramRun | None = None
         self._journal_now: Journal | None = None
         self._unfinished: Entry | None = None
@@ -344,11 +347,12 @@ class CallSession(Session):
             qualified = f"{target_agent.name}.{target.name}"
         given = dict(arguments or {})
         async with self._lock:
-            for _ in range(CONFLICT_RETRIES):
+            deadline = time.monotonic() + max(self.busy_wait, CONFLICT_WAIT)
+            while time.monotonic() < deadline:
                 run, journal = await self._ready()
                 unfinished = self._unfinished
                 if unfinished is not None:
-                    if _same_call(unfinished, qualified, given):
+                    if self.busy_wait <= 0 and _same_call(unfinished, qualified, given):
                         return await self._finish_unfinished(run, journal, self.human, listener)
                     await self._settle(unfinished)
                     continue
@@ -360,7 +364,7 @@ class CallSession(Session):
                 return await self._live(run, journal, qualified, given, listener)
         raise ThreadStateError(
             f"thread {self.thread_id!r}: other processes kept writing to it; the call of {qualified} did "
-            f"not get a turn in {CONFLICT_RETRIES} tries"
+            f"not get a turn in {max(self.busy_wait, CONFLICT_WAIT):g} s"
         )
 
     async def resume(
