@@ -64,11 +64,11 @@ def resolve_playbook(program: Program, agent: str | None, playbook: str | None) 
 
 
 def program_ref(program: Program) -> ProgramRef:
-    """The program a thread runs: where it came from (its file, absolute, for `pal resume`) and the SHA-256
-    of its canonical PAL text, so a resumed thread refuses a program that changed (a file reformatted by
-    `pal fmt` is the same program; a Program built or edited in memory is judged by what it is)."""
+    """The program a thread runs, so a resumed thread can refuse a program that changed: its file (absolute
+    path, SHA-256 of its bytes), or for a program built in memory its canonical PAL text."""
+    source = program.source
+    if source and Path(source).is_file():
+        return ProgramRef.of_file(source)
     from pal_core.writer import write
 
-    source = program.source
-    path = str(Path(source).resolve()) if source and Path(source).is_file() else (source or "<program>")
-    return ProgramRef.of_source(write(program), path=path)
+    return ProgramRef.of_source(write(program), path=source or "<program>")

@@ -106,12 +106,14 @@ async def test_a_wait_is_answered_from_the_log(store) -> None:
         await answer_thread(store, "t", "yes again")
 
 
-async def test_a_changed_program_is_refused(store) -> None:
+async def test_a_changed_program_is_refused(store, tmp_path) -> None:
+    program = tmp_path / "shop.pal"
+    program.write_text(SHOP.read_text(encoding="utf-8"), encoding="utf-8")
     with anyio.fail_after(20):
-        await run_program(SHOP_PROGRAM, model=shop_model(), store=store, thread="t")
-    changed = parse(SHOP.read_text(encoding="utf-8").replace("cake", "pie"), file=str(SHOP))
+        await run_program(program, model=shop_model(), store=store, thread="t")
+    program.write_text(SHOP.read_text(encoding="utf-8").replace("cake", "pie"), encoding="utf-8")
     with pytest.raises(ProgramChanged, match="not that program"):
-        await run_program(changed, model=shop_model(), store=store, thread="t")
+        await run_program(program, model=shop_model(), store=store, thread="t")
 
 
 async def test_a_log_that_does_not_fit_the_program_is_a_mismatch_never_a_silent_divergence(store) -> None:
