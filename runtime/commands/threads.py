@@ -42,7 +42,9 @@ def _add_history(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("thread", metavar="THREAD", help="the thread's id")
     _add_store(parser)
     parser.add_argument(
-        "--all", action="store_true", help="every entry (calls, inputs, waits, messages), not only turns"
+        "--all",
+        action="store_true",
+        help="every entry (calls, inputs, waits, messages, rejected answers), not only the verified turns",
     )
     parser.add_argument("--rejected", action="store_true", help="also the answers the verifier rejected")
     parser.add_argument("--answers", action="store_true", help="print each turn's answer text under it")
@@ -181,8 +183,6 @@ async def _history(store: Any, args: argparse.Namespace) -> int:
     for entry in entries:
         turn = logged_turn(entry) if entry.kind == EntryKind.TURN else None
         if not args.all and (turn is None or (turn.verdict == "rejected" and not args.rejected)):
-            continue
-        if turn is not None and turn.verdict == "rejected" and not args.rejected:
             continue
         shown += 1
         if args.json:

@@ -8,6 +8,7 @@ folded in (their variables, what they said, the user's input): what the log hold
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -158,9 +159,9 @@ def describe_entry(entry: Entry) -> str:
         if payload.get("error") is not None:
             outcome = f"failed: {payload['error']}"
         elif "result" in payload:
-            outcome = f"-> {_short(payload['result'])}"
+            outcome = f"-> {_value(payload['result'])}"
         else:
-            outcome = f"-> {_short(payload.get('shown'))} (made again on resume)"
+            outcome = f"-> {_value(payload.get('shown'))} (made again on resume)"
         return f"{agent} called {payload.get('playbook')}({_arguments(payload.get('arguments'))}) {outcome}"
     if entry.kind == EntryKind.WAIT:
         return f"{agent} waits for the user"
@@ -175,7 +176,7 @@ def describe_entry(entry: Entry) -> str:
     if entry.kind == "result":
         if payload.get("error"):
             return f"the call failed (rolled back): {payload['error']}"
-        return f"the call returned {_short(payload.get('value'))}"
+        return f"the call returned {_value(payload.get('value'))}"
     if entry.kind == EntryKind.STATUS:
         return f"{payload.get('status')}: {payload.get('reason', '')}"
     return f"{entry.kind}: {_short(payload)}"
@@ -189,14 +190,14 @@ def describe_changes(changed: dict[str, Any]) -> str:
         parts.append("steps " + ", ".join(steps))
     variables = changed.get("vars") or {}
     if variables:
-        parts.append(", ".join(f"${name} = {_short(value, 40)}" for name, value in variables.items()))
+        parts.append(", ".join(f"${name} = {_value(value, 40)}" for name, value in variables.items()))
     for text in changed.get("said") or ():
-        parts.append(f"said {_short(text, 60)}")
+        parts.append(f"said {_value(text, 60)}")
     calls = [call for call in changed.get("calls") or () if not call.startswith(("Say(", "SendMessage("))]
     if calls:
         parts.append("calls " + ", ".join(calls))
     if "returned" in changed:
-        parts.append(f"returned {_short(changed['returned'], 40)}")
+        parts.append(f"returned {_value(changed['returned'], 40)}")
     if changed.get("yield"):
         parts.append(f"yld {changed['yield']}")
     return "; ".join(parts) or "no change"
@@ -205,7 +206,16 @@ def describe_changes(changed: dict[str, Any]) -> str:
 def _arguments(arguments: Any) -> str:
     if not isinstance(arguments, dict):
         return ""
-    return ", ".join(f"{name}={_short(value, 30)}" for name, value in arguments.items())
+    return ", ".join(f"{name}={_value(value, 30)}" for name, value in arguments.items())
+
+
+def _value(value: Any, limit: int = 80) -> str:
+    """A value as JSON text (strings quoted), cut to `limit` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return _short(text, limit)
 
 
 def _short(value: Any, limit: int = 80) -> str:
