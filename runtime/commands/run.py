@@ -113,7 +113,9 @@ async def _run(args: argparse.Namespace) -> int:
     except (PalError, OSError, ValueError) as error:
         print(_message(error), file=sys.stderr)
         return 2
-    scripted = ScriptedHuman(args.message)
+    # Re-running the same command on a thread gives only the messages its log does not hold yet.
+    messages = await _messages_to_give(store, args)
+    scripted = ScriptedHuman(messages)
     # With --input, standard output carries only the result: the conversation goes to standard error.
     speech = sys.stderr if calling else None
     human = scripted if args.no_input else ChainedHuman(scripted, ConsoleHuman(prompt_stream=speech))
@@ -135,9 +137,23 @@ async def _run(args: argparse.Namespace) -> int:
     finally:
         await store.close()
     if scripted.remaining:
-        unread = ", ".join(repr(text) for text in args.message[-scripted.remaining :])
+        unread = ", ".join(repr(text) for text in messages[-scripted.remaining :])
         print(f"warning: {scripted.remaining} --message value(s) never read: {unread}", file=sys.stderr)
     return status
+
+
+async def _messages_to_give(store: Any, args: argparse.Namespace) -> list[str]:
+    """The --message values, without those the thread's user already gave (the same values, in order)."""
+    from runtime.session.view import user_inputs
+
+    messages = list(args.message)
+    if not args.thread or not messages:
+        return messages
+    given = await user_inputs(store, args.thread)
+    kept = 0
+    while kept < min(len(given), len(messages)) and given[kept] == messages[kept]:
+        kept += 1
+    return messages[kept:]
 
 
 def _default_store() -> str:

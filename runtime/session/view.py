@@ -126,6 +126,17 @@ async def read_history(
     return turns
 
 
+async def user_inputs(store: Store, thread_id: str) -> list[str]:
+    """What the user has answered in the thread, in order (empty for a thread that does not exist)."""
+    if await store.find_thread(thread_id) is None:
+        return []
+    return [
+        str(entry.payload.get("text", ""))
+        for entry in await store.read_entries(thread_id)
+        if entry.kind == EntryKind.INPUT and entry.payload.get("input") == "user"
+    ]
+
+
 def logged_turn(entry: Entry) -> LoggedTurn:
     """A `turn` entry read."""
     payload = entry.payload

@@ -21,7 +21,6 @@ import pytest
 
 from runtime.session.view import ThreadState, read_state
 from runtime.store import open_store
-from runtime.store.records import EntryKind
 from tests.runtime.session.processes import (
     SHOP,
     SHOP_ANSWERS,
@@ -53,19 +52,6 @@ async def thread_log(store_url: str, thread: str) -> tuple[ThreadState, list[tup
         state = await read_state(store, thread)
         entries = [(entry.kind, entry.payload) for entry in await store.read_entries(thread)]
     return state, entries
-
-
-def remaining_messages(store_url: str, thread: str) -> list[str]:
-    """What the user has not answered yet: the messages after those the thread's log already holds."""
-
-    async def answered() -> int:
-        async with open_store(store_url) as store:
-            if await store.find_thread(thread) is None:
-                return 0
-            entries = await store.read_entries(thread)
-        return sum(1 for entry in entries if entry.kind == EntryKind.INPUT)
-
-    return list(SHOP_MESSAGES[asyncio.run(answered()) :])
 
 
 def test_runs_killed_at_random_points_resume_to_the_same_end(tmp_path: Path) -> None:
@@ -115,7 +101,8 @@ def test_runs_killed_at_random_points_resume_to_the_same_end(tmp_path: Path) -> 
                 point = chooser.choice(events)
                 kill = f"{point}:{chooser.randint(1, events.count(point))}"
             env["PAL_TEST_KILL"] = kill
-            finished = shop_run(tmp_path, store, thread, remaining_messages(store, thread), env)
+            # The same command every time: the messages the thread already holds are not given again.
+            finished = shop_run(tmp_path, store, thread, list(SHOP_MESSAGES), env)
             if finished.code == -signal.SIGKILL:
                 killed.add(finished.pid)
                 killed_at.append(kill)
