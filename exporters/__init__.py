@@ -14,10 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pal_core.errors import PalError
 from runtime.plugins import NamedRegistry
+
+if TYPE_CHECKING:
+    from pal_core.ir import Program
+    from runtime.embedding import EmbeddedPlaybook
+    from runtime.humans import HumanInput
+    from runtime.models.base import Model
+    from runtime.program_run import RunLimits
+    from runtime.store import Store
+    from runtime.trace import Tracer
 
 
 class ExportError(PalError):
@@ -51,6 +61,58 @@ class Exporter:
             known = ", ".join(sorted(self.makers)) or "none"
             raise ExportError(f"the {self.framework} exporter makes no {kind!r} (it makes: {known})")
         return maker(program, **options)
+
+
+def embedded_playbook(
+    program: Program | str | Path | EmbeddedPlaybook,
+    *,
+    agent: str | None = None,
+    playbook: str | None = None,
+    model: Model | str | None = None,
+    limits: RunLimits | None = None,
+    human: HumanInput | None = None,
+    tracer: Tracer | None = None,
+    store: Store | str | None = None,
+) -> EmbeddedPlaybook:
+    """The EmbeddedPlaybook every exporter runs its playbook through: `program` itself when it is one (then
+    none of the options may be given: it has them), else a new one. ExportError for a playbook that cannot
+    be found, or options given with an EmbeddedPlaybook."""
+    from runtime.embedding import EmbeddedPlaybook
+    from runtime.errors import CallError
+
+    if isinstance(program, EmbeddedPlaybook):
+        given = [
+            name
+            for name, value in (
+                ("agent", agent),
+                ("playbook", playbook),
+                ("model", model),
+                ("limits", limits),
+                ("human", human),
+                ("tracer", tracer),
+                ("store", store),
+            )
+            if value is not None
+        ]
+        if given:
+            raise ExportError(
+                f"{', '.join(given)} cannot be given with an EmbeddedPlaybook ({program.qualified_name}): "
+                "it already has them"
+            )
+        return program
+    try:
+        return EmbeddedPlaybook(
+            program,
+            playbook,
+            agent=agent,
+            model=model,
+            limits=limits,
+            human=human,
+            tracer=tracer,
+            store=store,
+        )
+    except CallError as error:
+        raise ExportError(f"cannot export: {error}") from error
 
 
 _EXPORTERS: NamedRegistry[Exporter] = NamedRegistry(
@@ -87,6 +149,7 @@ __all__ = [
     "Exporter",
     "FrameworkNotInstalled",
     "UnknownExporter",
+    "embedded_playbook",
     "exporter_names",
     "get_exporter",
     "register_exporter",

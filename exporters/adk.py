@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exporters import Exporter, ExportError, FrameworkNotInstalled
+from exporters import Exporter, ExportError, FrameworkNotInstalled, embedded_playbook
 from pal_core.ir import Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from runtime.humans import HumanInput
     from runtime.models.base import Model
     from runtime.program_run import RunLimits
+    from runtime.store import Store
     from runtime.trace import Tracer
 
 __all__ = [
@@ -68,43 +69,6 @@ def _require_adk() -> None:
         import google.adk.tools  # noqa: F401
     except ImportError as error:
         raise FrameworkNotInstalled(f"exporting to Google ADK needs google-adk: {INSTALL_HINT}") from error
-
-
-def _embedded(
-    program: Program | str | Path | EmbeddedPlaybook,
-    *,
-    agent: str | None,
-    playbook: str | None,
-    model: Model | str | None,
-    limits: RunLimits | None,
-    human: HumanInput | None,
-    tracer: Tracer | None,
-) -> EmbeddedPlaybook:
-    if isinstance(program, EmbeddedPlaybook):
-        given = [
-            name
-            for name, value in (
-                ("agent", agent),
-                ("playbook", playbook),
-                ("model", model),
-                ("limits", limits),
-                ("human", human),
-                ("tracer", tracer),
-            )
-            if value is not None
-        ]
-        if given:
-            raise ExportError(
-                f"{', '.join(given)} cannot be given with an EmbeddedPlaybook ({program.qualified_name}): "
-                "it already has them"
-            )
-        return program
-    try:
-        return EmbeddedPlaybook(
-            program, playbook, agent=agent, model=model, limits=limits, human=human, tracer=tracer
-        )
-    except CallError as error:
-        raise ExportError(f"cannot export: {error}") from error
 
 
 def _json_type(pal_type: str | None) -> str | None:
@@ -287,6 +251,7 @@ def as_adk_agent(
     limits: RunLimits | None = None,
     human: HumanInput | None = None,
     tracer: Tracer | None = None,
+    store: Store | str | None = None,
 ) -> PalAdkAgent:
     """An ADK agent (a `BaseAgent`) that runs a playbook on values of the session state.
 
@@ -303,14 +268,24 @@ def as_adk_agent(
       the changed keys are the delta. Default: detected from the program `pal import adk` wrote.
     - `name` (an identifier; default: the playbook's name), `description`, `model`, `limits` (per
       call), `human`, `tracer`: as for `EmbeddedPlaybook`.
+    - `store` (a URL or a Store): record the agent's calls as a thread per ADK session
+      (`<session id>:<agent name>`), durable, whose agents keep their state from one turn of the session
+      to the next, whatever process runs it (as ADK's DatabaseSessionService keeps the session's events).
 
     Raises ExportError for a playbook or options that cannot work, FrameworkNotInstalled without ADK.
     Running it raises ExportError for a state the playbook cannot take, and the runtime's errors for a
     call that fails.
     """
     _require_adk()
-    embedded = _embedded(
-        program, agent=agent, playbook=playbook, model=model, limits=limits, human=human, tracer=tracer
+    embedded = embedded_playbook(
+        program,
+        agent=agent,
+        playbook=playbook,
+        model=model,
+        limits=limits,
+        human=human,
+        tracer=tracer,
+        store=store,
     )
     agent_name = name or embedded.playbook.name
     if not agent_name.isidentifier():
@@ -349,6 +324,7 @@ def as_adk_tool(
     limits: RunLimits | None = None,
     human: HumanInput | None = None,
     tracer: Tracer | None = None,
+    store: Store | str | None = None,
 ) -> PalAdkTool:
     """An ADK tool (a `BaseTool`) that calls a playbook: named after it, described by its description,
     declaring its parameters as the JSON Schema of the arguments (checked before every call).
@@ -356,10 +332,18 @@ def as_adk_tool(
     The result is the playbook's return value; a playbook that returns nothing answers with what it said
     to the user. Wrong arguments and playbook failures (CallError, PlaybookFailed) are returned to the
     model as `{"error": "..."}`, ADK's convention for a tool that failed; other run failures propagate.
+    With a store, the calls of one ADK session are one thread (`<session id>:<tool name>`).
     """
     _require_adk()
-    embedded = _embedded(
-        program, agent=agent, playbook=playbook, model=model, limits=limits, human=human, tracer=tracer
+    embedded = embedded_playbook(
+        program,
+        agent=agent,
+        playbook=playbook,
+        model=model,
+        limits=limits,
+        human=human,
+        tracer=tracer,
+        store=store,
     )
     tool_name = name or embedded.playbook.name
     if not tool_name.isidentifier() or len(tool_name) > 64:
@@ -380,6 +364,15 @@ def _tool_result(outcome: CallOutcome) -> Any:
     if outcome.value is None and outcome.said_to_user:
         return "\n".join(outcome.said_to_user)
     return outcome.value
+
+
+def _thread_of(embedded: EmbeddedPlaybook, context: Any, name: str) -> str | None:
+    """With a store, the thread of an ADK session's calls of this agent or tool: `<session id>:<name>`."""
+    if embedded.store is None:
+        return None
+    session = getattr(context, "session", None)
+    session_id = getattr(session, "id", None)
+    return f"{session_id}:{name}" if session_id else None
 
 
 def _message_text(context: Any) -> str:
@@ -413,7 +406,7 @@ def _classes() -> tuple[type, type]:
         async def _run_async_impl(self, ctx: Any) -> AsyncGenerator[Any, None]:
             state = ctx.session.state
             arguments = self.binding.arguments(state, _message_text(ctx))
-            outcome = await self.embedded.call(arguments)
+            outcome = await self.embedded.call(arguments, thread=_thread_of(self.embedded, ctx, self.name))
             delta, reply, escalate = self.binding.event_parts(outcome, state)
             yield Event(
                 author=self.name,
@@ -455,7 +448,9 @@ def _classes() -> tuple[type, type]:
             }
             checked = {key: coerce(value, types_by_name.get(key)) for key, value in args.items()}
             try:
-                outcome = await self.embedded.call(checked)
+                outcome = await self.embedded.call(
+                    checked, thread=_thread_of(self.embedded, tool_context, self.name)
+                )
             except (CallError, PlaybookFailed) as error:
                 return {"error": f"tool {self.name!r}: {error}"}
             return _tool_result(outcome)

@@ -26,11 +26,12 @@ result is the reply: a string, `{"content": ..., "handoff": "<agent>"}` for a ha
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exporters import Exporter, ExportError, FrameworkNotInstalled
+from exporters import Exporter, ExportError, FrameworkNotInstalled, embedded_playbook
 from pal_core.ir import Playbook, Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from runtime.humans import HumanInput
     from runtime.models.base import Model
     from runtime.program_run import RunLimits
+    from runtime.store import Store
     from runtime.trace import Tracer
 
 __all__ = ["EXPORTER", "INSTALL_HINT", "as_ag2_agent", "as_autogen_agent", "as_autogen_tool"]
@@ -63,12 +65,6 @@ def _require(module: str, what: str) -> None:
         __import__(module)
     except ImportError as error:
         raise FrameworkNotInstalled(f"{what} needs {module.split('.')[0]}: {INSTALL_HINT}") from error
-
-
-def _embedded(program: Program | str | Path | EmbeddedPlaybook, **options: Any) -> EmbeddedPlaybook:
-    from exporters.langgraph import _embedded as shared
-
-    return shared(program, **options)
 
 
 # --- the conversation -> arguments -> the reply ------------------------------------------------------------
@@ -140,16 +136,28 @@ def as_autogen_agent(
     limits: RunLimits | None = None,
     human: HumanInput | None = None,
     tracer: Tracer | None = None,
+    store: Store | str | None = None,
+    thread: str | None = None,
 ) -> Any:
     """An autogen-agentchat `BaseChatAgent` whose turns run a playbook (see the module docstring).
 
     `name` must be a Python identifier (AutoGen's rule; default: the playbook's name in snake case);
     `description` defaults to the playbook's; `handoffs` lists the agents it may hand off to (a reply
-    naming another raises ExportError). Other options as for `as_langgraph_node`.
+    naming another raises ExportError). With a `store`, the agent's turns are one thread (`thread`, or a
+    new id: `agent.thread`), durable, whose agents keep their state from turn to turn; `save_state()`
+    holds the thread and the conversation, so `load_state()` in another process picks the agent up where
+    it was; `on_reset` starts a new thread. Other options as for `as_langgraph_node`.
     """
     _require("autogen_agentchat", "exporting to AutoGen")
-    embedded = _embedded(
-        program, agent=agent, playbook=playbook, model=model, limits=limits, human=human, tracer=tracer
+    embedded = embedded_playbook(
+        program,
+        agent=agent,
+        playbook=playbook,
+        model=model,
+        limits=limits,
+        human=human,
+        tracer=tracer,
+        store=store,
     )
     agent_name = name or _snake(embedded.playbook.name)
     if not agent_name.isidentifier():
@@ -160,8 +168,17 @@ def as_autogen_agent(
         description or _description(embedded.playbook) or f"Runs the PAL playbook {embedded.qualified_name}."
     )
     conversation = Conversation(embedded, agent_name)
-    made: Any = _autogen_class()(agent_name, text, conversation, tuple(handoffs))
+    made: Any = _autogen_class()(agent_name, text, conversation, tuple(handoffs), _thread(embedded, thread))
     return made
+
+
+def _thread(embedded: EmbeddedPlaybook, thread: str | None) -> str | None:
+    """The thread an agent's calls go to: the one given, a new one with a store, none without."""
+    if embedded.store is None:
+        if thread is not None:
+            raise ExportError(f"thread={thread!r} needs a store to keep it in: pass store=...")
+        return None
+    return thread or str(uuid.uuid4())
 
 
 @functools.cache
@@ -175,12 +192,19 @@ def _autogen_class() -> type:
         """An AutoGen chat agent answering from a PAL playbook (made by `as_autogen_agent`)."""
 
         def __init__(
-            self, name: str, description: str, conversation: Conversation, handoffs: tuple[str, ...]
+            self,
+            name: str,
+            description: str,
+            conversation: Conversation,
+            handoffs: tuple[str, ...],
+            thread: str | None = None,
         ):
             super().__init__(name, description)
             self.conversation = conversation
             self.handoffs = handoffs
             self.history: list[dict[str, Any]] = []
+            self.thread = thread
+            """With a store: the thread the agent's turns are recorded in."""
 
         @property
         def embedded(self) -> EmbeddedPlaybook:
@@ -195,7 +219,9 @@ def _autogen_class() -> type:
         ) -> Response:
             new = [_entry(message) for message in messages]
             self.history.extend(new)
-            outcome = await self.embedded.call(self.conversation.arguments(self.history, new))
+            outcome = await self.embedded.call(
+                self.conversation.arguments(self.history, new), thread=self.thread
+            )
             content, target = self.conversation.reply(outcome)
             self.history.append({"source": self.name, "content": content})
             if target is None:
@@ -209,6 +235,16 @@ def _autogen_class() -> type:
 
         async def on_reset(self, cancellation_token: CancellationToken) -> None:
             self.history.clear()
+            if self.thread is not None:
+                self.thread = str(uuid.uuid4())  # a new conversation: a new thread
+
+        async def save_state(self) -> Mapping[str, Any]:
+            return {"type": "PalChatAgentState", "history": list(self.history), "thread": self.thread}
+
+        async def load_state(self, state: Mapping[str, Any]) -> None:
+            self.history = [dict(item) for item in state.get("history", ())]
+            if state.get("thread") is not None:
+                self.thread = str(state["thread"])
 
         async def close(self) -> None:
             await self.embedded.aclose()
@@ -249,19 +285,31 @@ def as_autogen_tool(
     limits: RunLimits | None = None,
     human: HumanInput | None = None,
     tracer: Tracer | None = None,
+    store: Store | str | None = None,
+    thread: str | None = None,
 ) -> Any:
     """An autogen-core tool (for `AssistantAgent(tools=[...])`) calling a playbook: named after it, its
     parameters as the arguments (checked before every call); the result is the playbook's value, or what it
-    said to the user when it returns nothing. Failures raise, and AssistantAgent reports them to the model."""
+    said to the user when it returns nothing. Failures raise, and AssistantAgent reports them to the model.
+    With a store, calls go to `thread` (else each to a new thread)."""
     _require("autogen_core", "exporting to AutoGen")
-    embedded = _embedded(
-        program, agent=agent, playbook=playbook, model=model, limits=limits, human=human, tracer=tracer
+    embedded = embedded_playbook(
+        program,
+        agent=agent,
+        playbook=playbook,
+        model=model,
+        limits=limits,
+        human=human,
+        tracer=tracer,
+        store=store,
     )
     tool_name = name or embedded.playbook.name
     text = (
         description or _description(embedded.playbook) or f"Runs the PAL playbook {embedded.qualified_name}."
     )
-    made: Any = _tool_class()(embedded, tool_name, text)
+    if thread is not None and embedded.store is None:
+        raise ExportError(f"thread={thread!r} needs a store to keep it in: pass store=...")
+    made: Any = _tool_class()(embedded, tool_name, text, thread)
     return made
 
 
@@ -274,7 +322,9 @@ def _tool_class() -> type:
     class PalTool(BaseTool[BaseModel, Any]):
         """An AutoGen tool calling a PAL playbook (made by `as_autogen_tool`)."""
 
-        def __init__(self, embedded: EmbeddedPlaybook, name: str, description: str) -> None:
+        def __init__(
+            self, embedded: EmbeddedPlaybook, name: str, description: str, thread: str | None = None
+        ) -> None:
             fields: dict[str, Any] = {}
             for parameter in embedded.playbook.parameters:
                 kind = _PYTHON_TYPES.get((parameter.type or "").split("[", 1)[0].strip(), Any)
@@ -284,6 +334,7 @@ def _tool_class() -> type:
             )
             super().__init__(args, object, name, description)
             self.embedded = embedded
+            self.thread = thread
             self._schema = input_schema(embedded.playbook)
 
         async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
@@ -294,7 +345,7 @@ def _tool_class() -> type:
             types = {parameter.name: parameter.type for parameter in self.embedded.playbook.parameters}
             arguments = {key: coerce(value, types.get(key)) for key, value in arguments.items()}
             try:
-                outcome = await self.embedded.call(arguments)
+                outcome = await self.embedded.call(arguments, thread=self.thread)
             except (CallError, PlaybookFailed) as error:
                 raise ExportError(f"tool {self.name!r}: {error}") from error
             if outcome.value is None and outcome.said_to_user:
@@ -322,18 +373,29 @@ def as_ag2_agent(
     limits: RunLimits | None = None,
     human: HumanInput | None = None,
     tracer: Tracer | None = None,
+    store: Store | str | None = None,
+    thread: str | None = None,
 ) -> Any:
     """An ag2 `ConversableAgent` (classic API: GroupChat, initiate_chat) whose replies run a playbook on the
     conversation it was sent (ag2 gives an agent the whole conversation). Sync chats call the playbook on
-    the calling thread's loop, async chats (`a_initiate_chat`) on the running loop."""
+    the calling thread's loop, async chats (`a_initiate_chat`) on the running loop. With a store, its
+    replies are one thread (`thread`, or a new id: `agent.pal_thread`)."""
     _require("autogen.agentchat", "exporting to ag2")
     from autogen import Agent, ConversableAgent
 
-    embedded = _embedded(
-        program, agent=agent, playbook=playbook, model=model, limits=limits, human=human, tracer=tracer
+    embedded = embedded_playbook(
+        program,
+        agent=agent,
+        playbook=playbook,
+        model=model,
+        limits=limits,
+        human=human,
+        tracer=tracer,
+        store=store,
     )
     agent_name = name or _snake(embedded.playbook.name)
     conversation = Conversation(embedded, agent_name)
+    pal_thread = _thread(embedded, thread)
     made = ConversableAgent(
         agent_name,
         llm_config=False,
@@ -351,18 +413,19 @@ def as_ag2_agent(
     def reply(
         recipient: Any, messages: Any = None, sender: Any = None, config: Any = None
     ) -> tuple[bool, Any]:
-        content, _ = conversation.reply(embedded.call_sync(arguments(messages)))
+        content, _ = conversation.reply(embedded.call_sync(arguments(messages), thread=pal_thread))
         return True, content
 
     async def a_reply(
         recipient: Any, messages: Any = None, sender: Any = None, config: Any = None
     ) -> tuple[bool, Any]:
-        content, _ = conversation.reply(await embedded.call(arguments(messages)))
+        content, _ = conversation.reply(await embedded.call(arguments(messages), thread=pal_thread))
         return True, content
 
     made.register_reply([Agent, None], reply, position=0)
     made.register_reply([Agent, None], a_reply, position=0, ignore_async_in_sync_chat=True)
     made.embedded = embedded  # type: ignore[attr-defined]  # for closing: made.embedded.close()
+    made.pal_thread = pal_thread  # type: ignore[attr-defined]
     return made
 
 

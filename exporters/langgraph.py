@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from exporters import Exporter, ExportError, FrameworkNotInstalled
+from exporters import Exporter, ExportError, FrameworkNotInstalled, embedded_playbook
 from pal_core.errors import PalError
 from pal_core.ir import Playbook, Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from runtime.humans import HumanInput
     from runtime.models.base import Model
     from runtime.program_run import RunLimits
+    from runtime.store import Store
     from runtime.trace import Tracer
 
 __all__ = [
@@ -72,43 +73,6 @@ def _require_langchain_core() -> None:
         raise FrameworkNotInstalled(
             f"exporting to LangGraph needs langchain-core (and langgraph to run the graph): {INSTALL_HINT}"
         ) from error
-
-
-def _embedded(
-    program: Program | str | Path | EmbeddedPlaybook,
-    *,
-    agent: str | None,
-    playbook: str | None,
-    model: Model | str | None,
-    limits: RunLimits | None,
-    human: HumanInput | None,
-    tracer: Tracer | None,
-) -> EmbeddedPlaybook:
-    if isinstance(program, EmbeddedPlaybook):
-        given = [
-            name
-            for name, value in (
-                ("agent", agent),
-                ("playbook", playbook),
-                ("model", model),
-                ("limits", limits),
-                ("human", human),
-                ("tracer", tracer),
-            )
-            if value is not None
-        ]
-        if given:
-            raise ExportError(
-                f"{', '.join(given)} cannot be given with an EmbeddedPlaybook ({program.qualified_name}): "
-                "it already has them"
-            )
-        return program
-    try:
-        return EmbeddedPlaybook(
-            program, playbook, agent=agent, model=model, limits=limits, human=human, tracer=tracer
-        )
-    except CallError as error:
-        raise ExportError(f"cannot export: {error}") from error
 
 
 # --- nodes ---------------------------------------------------------------------------------------------
@@ -348,6 +312,8 @@ def as_langgraph_node(
     limits: RunLimits | None = None,
     human: HumanInput | None = None,
     tracer: Tracer | None = None,
+    store: Store | str | None = None,
+    thread: str | None = None,
 ) -> PalNode:
     """A LangGraph node that runs a playbook on values of the graph state and writes its result back.
 
@@ -361,14 +327,25 @@ def as_langgraph_node(
     - `user_messages_key`: the state key for what the playbook said to the user (a list of str).
     - `name`: the node name (default: the playbook's name); `model`, `limits` (per call), `human`,
       `tracer`: as for `EmbeddedPlaybook`.
+    - `store` (a URL or a Store): record every call as a thread, durable, whose agents keep their state
+      across calls: the graph's `thread_id` (`config={"configurable": {"thread_id": ...}}`), as
+      `<thread_id>:<node name>`, or `thread` for one thread of the node's own; without either, a new
+      thread per call.
 
     Raises ExportError for a playbook or options that cannot work, FrameworkNotInstalled without
     langchain-core. The node's `invoke` and `ainvoke` raise ExportError for a state the playbook cannot
     take, and the runtime's errors (CallError, RunError, ModelError) for a call that fails.
     """
     _require_langchain_core()
-    embedded = _embedded(
-        program, agent=agent, playbook=playbook, model=model, limits=limits, human=human, tracer=tracer
+    embedded = embedded_playbook(
+        program,
+        agent=agent,
+        playbook=playbook,
+        model=model,
+        limits=limits,
+        human=human,
+        tracer=tracer,
+        store=store,
     )
     node_name = name or embedded.playbook.name
     binding = NodeBinding.build(
@@ -379,7 +356,7 @@ def as_langgraph_node(
         user_messages_key=user_messages_key,
     )
     node_class: Any = _classes()[0]
-    node: PalNode = node_class(embedded=embedded, binding=binding, name=node_name)
+    node: PalNode = node_class(embedded=embedded, binding=binding, name=node_name, thread=thread)
     return node
 
 
@@ -397,6 +374,8 @@ def as_langchain_tool(
     limits: RunLimits | None = None,
     human: HumanInput | None = None,
     tracer: Tracer | None = None,
+    store: Store | str | None = None,
+    thread: str | None = None,
 ) -> PalTool:
     """A LangChain `BaseTool` that calls a playbook: named after it, described by its description, with
     its parameters as the JSON Schema of the arguments (checked before every call).
@@ -404,11 +383,19 @@ def as_langchain_tool(
     The tool's result is the playbook's return value; a playbook that returns nothing answers with what it
     said to the user (lines joined). Wrong arguments and playbook failures (CallError, PlaybookFailed)
     raise `ToolException`, so `handle_tool_error` decides whether the model sees them; other run failures
-    propagate. Options as for `as_langgraph_node`.
+    propagate. Options as for `as_langgraph_node` (with a store, calls go to `thread`, else each to a new
+    thread).
     """
     _require_langchain_core()
-    embedded = _embedded(
-        program, agent=agent, playbook=playbook, model=model, limits=limits, human=human, tracer=tracer
+    embedded = embedded_playbook(
+        program,
+        agent=agent,
+        playbook=playbook,
+        model=model,
+        limits=limits,
+        human=human,
+        tracer=tracer,
+        store=store,
     )
     tool_name = name or embedded.playbook.name
     if not _TOOL_NAME.fullmatch(tool_name):
@@ -423,7 +410,11 @@ def as_langchain_tool(
     )
     tool_class: Any = _classes()[1]
     tool: PalTool = tool_class(
-        name=tool_name, description=text, args_schema=input_schema(embedded.playbook), embedded=embedded
+        name=tool_name,
+        description=text,
+        args_schema=input_schema(embedded.playbook),
+        embedded=embedded,
+        thread=thread,
     )
     return tool
 
@@ -468,20 +459,33 @@ def _classes() -> tuple[type, type]:
     class PalNode(Runnable[Any, Any]):
         """A LangGraph node running a PAL playbook (made by `as_langgraph_node`)."""
 
-        def __init__(self, *, embedded: EmbeddedPlaybook, binding: NodeBinding, name: str) -> None:
+        def __init__(
+            self, *, embedded: EmbeddedPlaybook, binding: NodeBinding, name: str, thread: str | None = None
+        ) -> None:
             self.embedded = embedded
             """The playbook and its runs."""
             self.binding = binding
             """How state becomes arguments and the result an update."""
             self.name = name
+            self.thread = thread
+            """With a store: the thread of every call (None: the graph's thread_id, else a new thread)."""
+
+        def thread_of(self, config: RunnableConfig | None) -> str | None:
+            """The PAL thread of a call: the node's own, else `<graph thread_id>:<node>` (with a store)."""
+            if self.embedded.store is None:
+                return None
+            if self.thread is not None:
+                return self.thread
+            graph_thread = ((config or {}).get("configurable") or {}).get("thread_id")
+            return None if graph_thread is None else f"{graph_thread}:{self.name}"
 
         def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
             arguments = self.binding.arguments(input)
-            return self.binding.update(self.embedded.call_sync(arguments))
+            return self.binding.update(self.embedded.call_sync(arguments, thread=self.thread_of(config)))
 
         async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
             arguments = self.binding.arguments(input)
-            return self.binding.update(await self.embedded.call(arguments))
+            return self.binding.update(await self.embedded.call(arguments, thread=self.thread_of(config)))
 
         def close(self) -> None:
             """Stop the sync runner (see `EmbeddedPlaybook.close`)."""
@@ -500,11 +504,13 @@ def _classes() -> tuple[type, type]:
         model_config = ConfigDict(arbitrary_types_allowed=True)
         embedded: SkipValidation[EmbeddedPlaybook]
         """The playbook and its runs."""
+        thread: str | None = None
+        """With a store: the thread of every call (None: a new thread per call)."""
 
         def _run(self, **arguments: Any) -> Any:
             checked = _tool_arguments(self.name, self.embedded, self.args_schema, arguments)
             try:
-                outcome = self.embedded.call_sync(checked)
+                outcome = self.embedded.call_sync(checked, thread=self.thread)
             except (CallError, PlaybookFailed) as error:
                 raise _tool_failure(self.name, error) from error
             return _tool_result(outcome)
@@ -512,7 +518,7 @@ def _classes() -> tuple[type, type]:
         async def _arun(self, **arguments: Any) -> Any:
             checked = _tool_arguments(self.name, self.embedded, self.args_schema, arguments)
             try:
-                outcome = await self.embedded.call(checked)
+                outcome = await self.embedded.call(checked, thread=self.thread)
             except (CallError, PlaybookFailed) as error:
                 raise _tool_failure(self.name, error) from error
             return _tool_result(outcome)

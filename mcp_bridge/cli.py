@@ -68,6 +68,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds one model call may take (default: 120)",
     )
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        help="record every call as a thread in this store (sqlite:///runs.db, postgresql://...): a call "
+        "continues the thread its `_meta` names (`pal/thread`), else gets a new one; several servers on one "
+        "Postgres store share the threads (default: no store, nothing recorded)",
+    )
+    serve.add_argument(
+        "--thread",
+        metavar="ID",
+        help="with --store and a `state: shared` program: the one thread all calls continue "
+        "(default: mcp-<server name>)",
+    )
     add_budget_arguments(serve, scope="each tool call")
     config = actions.add_parser(
         "config",
@@ -141,6 +154,15 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
+    if args.thread is not None and args.store is None:
+        return "--thread needs --store (the store the thread lives in)"
+    if args.store is not None:
+        from runtime.store import StoreURLError, parse_store_url
+
+        try:
+            parse_store_url(args.store)
+        except StoreURLError as error:
+            return str(error)
     if args.transport == "stdio" and args.token is not None:
         return "--token applies to --transport http (stdio is private to the client that starts the server)"
     if token is not None and not token.strip():
@@ -175,7 +197,9 @@ async def _serve_program(
     from mcp_bridge.transports import FORCE_EXIT_AFTER, stopping_on_signals
     from pal_core.errors import PalError
 
-    served = PlaybookServer(program, name=args.name, model=model, limits=limits)
+    served = PlaybookServer(
+        program, name=args.name, model=model, limits=limits, store=args.store, shared_thread=args.thread
+    )
     try:
         # Held until the server has closed: SIGTERM ends the process within seconds, whatever the calls do.
         with stopping_on_signals(served, force_exit_after=FORCE_EXIT_AFTER):

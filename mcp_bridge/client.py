@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from pal_core.ir import RemoteSpec
 from runtime.errors import ProgramError
+from runtime.python_api import idempotency_key
 from runtime.remote import RemoteCallError, RemoteTool
 
 logger = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ STDERR_TAIL_BYTES = 16_384
 
 TRANSPORTS = ("stdio", "http", "memory")
 """The transports a remote agent may name."""
+IDEMPOTENCY_META = "pal/idempotency_key"
+"""The `_meta` key of a tool call made by a durable run: the call's idempotency key (runtime.python_api)."""
 
 _MEMORY_SERVERS: dict[str, Any] = {}
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -307,9 +310,13 @@ class McpConnection:
         """Call a tool; its structured result when it has one, else its text. RemoteCallError on failure."""
         client = self._live_client(f"call {name}")
         timeout = self.endpoint.call_timeout
+        # In a durable run the call has an idempotency key, the same when a resumed run makes it again:
+        # sent in the request's _meta, for a server that does its work once per key.
+        key = idempotency_key()
+        meta = {IDEMPOTENCY_META: key} if key is not None else None
         try:
             async with asyncio.timeout(timeout):
-                result = await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+                result = await client.call_tool(name, arguments, read_timeout_seconds=timeout, meta=meta)
         except TimeoutError:
             raise RemoteCallError(
                 f"no answer from the {self.endpoint.describe()} within {timeout:g} s (remote.timeout)"

@@ -1,12 +1,12 @@
 """Running a served program's playbooks for tool calls, with no MCP code: the server module adapts this.
 
-One run of the program lives as long as the server. By default every call gets fresh agent state
-(`state: fresh`): an instance of the called agent from a pool (runtime.agent_pool) with new variables,
-artifacts and session log and its Python blocks executed anew, so calls cannot see each other's state and
-concurrent calls never share an instance. The program's other agents live on across calls (a playbook
-that calls `Other.Playbook` reaches the same `Other`). A new run per call would isolate those too, at ten
-times the cost per call. A program that wants its agents to remember across calls says so in its front
-matter:
+One run of the program lives as long as the server, and the calls are answered by
+runtime.session.PlaybookCalls. By default every call gets fresh agent state (`state: fresh`): an instance
+of the called agent from a pool (runtime.agent_pool) with new variables, artifacts and session log and its
+Python blocks executed anew, so calls cannot see each other's state and concurrent calls never share an
+instance. The program's other agents live on across calls (a playbook that calls `Other.Playbook` reaches
+the same `Other`). A new run per call would isolate those too, at ten times the cost per call. A program
+that wants its agents to remember across calls says so in its front matter:
 
     ---
     mcp:
@@ -15,53 +15,48 @@ matter:
 
 and then calls take turns (one at a time) on the agents' one instance each, since they share its variables.
 
+With a store (`pal mcp serve --store URL`), every call is recorded as a thread: a new thread per call, or
+the one the client names in the request's `_meta` (`{"pal/thread": "T"}`), whose agents keep their state
+from call to call; with `state: shared`, all calls continue one thread (`--thread`, default
+`mcp-<server name>`). Threads live in the store, so several server processes behind one address share
+them (Postgres): a call continues a thread whatever process served its earlier calls.
+
 Remote agents of the served program connect once, when the server starts (standby ones on first use), and
-the run borrows those connections: starting an MCP server process per tool call would be far too slow.
+the runs borrow those connections: starting an MCP server process per tool call would be far too slow.
 A pooled connection whose server went away is reopened on the next call that needs it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 
 from mcp_bridge.tools import PlaybookTool, playbook_tools, tools_by_name
 from pal_core.ir import Agent, Playbook, Program
-from runtime.agent import AgentInstance
-from runtime.agent_pool import AgentPool
-from runtime.budget import Budget
-from runtime.errors import ProgramError, ProgramExit
-from runtime.execution import Execution
+from runtime.errors import ProgramError
 from runtime.humans import NoHuman
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
 from runtime.remote import RemoteConnection, RemoteTool, connector_for
+from runtime.session import CallOutcome
+from runtime.session.calls import PlaybookCalls
+from runtime.store import Store
 from runtime.trace import TraceEvent, Tracer
-
-logger = logging.getLogger(__name__)
 
 STATE_MODES = ("fresh", "shared")
 """How agent state lives across calls: a fresh run per call, or one run shared by all calls."""
 SHUTDOWN_TIMEOUT = 30.0
 """Seconds a run's shutdown may take (it runs even when the call was cancelled)."""
+THREAD_META = "pal/thread"
+"""The key of a tool call's `_meta` that names the thread the call continues (with a store)."""
 
 StepListener = Callable[[TraceEvent], None]
 """Called with every trace event of a call (the server turns `step` events into progress)."""
 
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallOutcome:
-    """What a tool call produced."""
-
-    value: Any
-    """The playbook's return value (None when it returned nothing or yielded exit)."""
-    said: tuple[str, ...] = ()
-    """What the playbook said to the user, in order."""
+__all__ = ["THREAD_META", "CallOutcome", "PlaybookHost", "RemotePool", "ServedRun", "state_mode"]
 
 
 def state_mode(program: Program) -> str:
@@ -158,11 +153,12 @@ class _Borrowed:
 
 class ServedRun(ProgramRun):
     """A program run whose remote agents borrow the server's pooled connections; long-lived, so each call
-    brings a budget of its own."""
+    brings a budget of its own. Its trace keeps no events: they go to the listeners of each call."""
 
     long_lived = True
 
     def __init__(self, program: Program, *, pool: RemotePool, **options: Any) -> None:
+        options["tracer"] = Tracer(keep=False)  # a server lives for days; each run's own listeners
         super().__init__(program, remote_connector=self._borrow, **options)
         self._pool = pool
 
@@ -171,155 +167,100 @@ class ServedRun(ProgramRun):
         return _Borrowed(self._pool, agent), tools
 
 
-async def _shut_down(run: ProgramRun) -> None:
-    # Shielded: agent tasks and borrowed connections must not outlive a cancelled close.
-    with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
-        await run.shutdown()
-
-
 class PlaybookHost:
     """Runs a program's public playbooks on request; open it before use, close it after."""
 
     def __init__(
-        self, program: Program, *, model: Model | None = None, limits: RunLimits | None = None
+        self,
+        program: Program,
+        *,
+        model: Model | None = None,
+        limits: RunLimits | None = None,
+        store: Store | str | None = None,
+        shared_thread: str | None = None,
     ) -> None:
+        """`store` records every call as a thread; `shared_thread` is the thread of a `state: shared`
+        program's calls (default `mcp-<first agent>`)."""
         self.program = program
         self.model = model
         self.limits = limits or RunLimits()
         self.mode = state_mode(program)
+        self.store = store
+        self.shared_thread = shared_thread
         self.tools: Mapping[str, PlaybookTool] = {}
         self._pool = RemotePool()
-        self._run: ServedRun | None = None
-        self._agent_pools: dict[str, AgentPool] = {}
-        self._shared_lock = asyncio.Lock()
-        self._calls: set[Budget] = set()
-        self._no_calls = asyncio.Event()
-        self._no_calls.set()
+        self._calls: PlaybookCalls | None = None
         self._stopping: str | None = None
 
     async def open(self) -> Mapping[str, PlaybookTool]:
         """Connect remote agents, start the run (so a broken Python block fails here, not at the first
         call), and find the tools. ProgramError or PalError when the program cannot serve."""
+        shared = self.mode == "shared"
+        default_thread = None
+        if shared and self.store is not None:
+            first = self.program.agents[0].name if self.program.agents else "program"
+            default_thread = self.shared_thread or f"mcp-{first}"
         try:
             await self._pool.open_startup_agents(self.program)
-            # A server lives for days: events go to the listeners of each call and are not kept.
-            self._run = ServedRun(
+            calls = PlaybookCalls(
                 self.program,
-                pool=self._pool,
                 model=self.model,
                 limits=self.limits,
                 human=NoHuman(),
-                tracer=Tracer(keep=False),
+                tracer=None,
+                run_factory=self._served_run,
+                store=self.store,
+                reload_python=True,
+                shared=shared,
+                default_thread=default_thread,
             )
-            await self._run.start()
-            self._run.start_loops()
-            self.tools = _tools(await _local_playbooks(self._run, self.program))
+            self._calls = calls
+            run = await calls.open()
+            self.tools = _tools(await _local_playbooks(run, self.program))
         except BaseException:
             await self.close()
             raise
+        if self._stopping is not None:
+            calls.stop(self._stopping)
         return self.tools
 
+    def _served_run(self, program: Program, **options: Any) -> ServedRun:
+        return ServedRun(program, pool=self._pool, **options)
+
     async def close(self) -> None:
-        """Stop the run and close remote connections; idempotent."""
-        run, self._run = self._run, None
-        self._agent_pools.clear()
-        if run is not None:
-            await _shut_down(run)
+        """Stop the runs and close remote connections and the store; idempotent."""
+        calls, self._calls = self._calls, None
+        if calls is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(SHUTDOWN_TIMEOUT):
+                await calls.close()
         await self._pool.close()
 
     async def call(
-        self, tool: PlaybookTool, arguments: Mapping[str, Any], *, listener: StepListener | None = None
+        self,
+        tool: PlaybookTool,
+        arguments: Mapping[str, Any],
+        *,
+        listener: StepListener | None = None,
+        thread: str | None = None,
     ) -> CallOutcome:
-        """Run the tool's playbook with keyword arguments; raises what the runtime raises (PalError and
-        ModelError for failures the caller reports, InputExhausted when it waits for a user)."""
-        run = self._run
-        if run is None:
+        """Run the tool's playbook with keyword arguments (in `thread`, with a store); raises what the
+        runtime raises (PalError and ModelError for failures the caller reports, InputExhausted when it
+        waits for a user)."""
+        calls = self._calls
+        if calls is None:
             raise ProgramError("the playbook host is not open")
-        if self.mode == "shared":
-            return await self._call_shared(run, tool, arguments, listener)
-        pool = self._agent_pool(run, tool.agent)
-        instance = await pool.checkout()
-        # Only this call's agent instance reports progress to this call's client.
-        watch = _events_of(instance.id, listener) if listener is not None else None
-        if watch is not None:
-            run.tracer.listeners.append(watch)
-        try:
-            value = await self._execute(run, instance, tool, arguments)
-            said = await pool.take_said(instance)
-        except BaseException:
-            pool.discard(instance)  # a failed or cancelled call's instance is not trusted again
-            raise
-        finally:
-            if watch is not None:
-                run.tracer.listeners.remove(watch)
-        pool.checkin(instance)
-        return CallOutcome(value=value, said=said)
-
-    async def _execute(
-        self, run: ServedRun, instance: AgentInstance, tool: PlaybookTool, arguments: Mapping[str, Any]
-    ) -> Any:
-        """Run the call's playbook under a budget of its own (steps, seconds, model calls: RunLimits)."""
-        budget = run.new_budget()
-        if self._stopping is not None:
-            budget.stop(self._stopping)
-        self._calls.add(budget)
-        self._no_calls.clear()
-        try:
-            async with budget.bound():
-                playbook = instance.playbooks[tool.playbook.name]
-                return await Execution(instance).execute(playbook, [], dict(arguments))
-        except ProgramExit:
-            return None  # `yld exit` ends the call; what was said is its output
-        finally:
-            self._calls.discard(budget)
-            if not self._calls:
-                self._no_calls.set()
+        return await calls.call(tool.agent, tool.playbook.name, arguments, thread=thread, listener=listener)
 
     def stop_calls(self, reason: str) -> int:
         """End every call in progress, and every later one, with RunStopped(`reason`) (a server shutting
         down); the number of calls stopped."""
         self._stopping = reason
-        calls = list(self._calls)
-        for budget in calls:
-            budget.stop(reason)
-        return len(calls)
+        return self._calls.stop(reason) if self._calls is not None else 0
 
     async def calls_done(self) -> None:
         """Return when no call is in progress."""
-        await self._no_calls.wait()
-
-    def _agent_pool(self, run: ServedRun, agent_name: str) -> AgentPool:
-        pool = self._agent_pools.get(agent_name)
-        if pool is None:
-            agent = self.program.agent(agent_name)
-            if agent is None:
-                raise ProgramError(f"the program has no agent {agent_name}")
-            pool = self._agent_pools[agent_name] = AgentPool(run, agent, reload_python=True)
-        return pool
-
-    async def _call_shared(
-        self, run: ServedRun, tool: PlaybookTool, arguments: Mapping[str, Any], listener: StepListener | None
-    ) -> CallOutcome:
-        async with self._shared_lock:
-            if listener is not None:
-                run.tracer.listeners.append(listener)
-            first_said = len(run.messages_to_user)
-            try:
-                value = await self._execute(run, await _instance(run, tool), tool, arguments)
-                return CallOutcome(value=value, said=tuple(run.messages_to_user[first_said:]))
-            finally:
-                if listener is not None:
-                    run.tracer.listeners.remove(listener)
-                # A server lives for days: keep no transcript of past calls.
-                del run.messages_to_user[first_said:]
-
-
-def _events_of(agent_id: str, listener: StepListener) -> StepListener:
-    def forward(event: TraceEvent) -> None:
-        if event.agent_id == agent_id:
-            listener(event)
-
-    return forward
+        if self._calls is not None:
+            await self._calls.idle()
 
 
 def _tools(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> Mapping[str, PlaybookTool]:
@@ -327,13 +268,6 @@ def _tools(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> Mapping[str, Pla
         return tools_by_name(playbook_tools(agents))
     except ValueError as error:  # two playbooks would share one tool name
         raise ProgramError(str(error)) from None
-
-
-async def _instance(run: ProgramRun, tool: PlaybookTool) -> AgentInstance:
-    instance = await run.agent_instance(tool.agent)
-    if instance is None:
-        raise ProgramError(f"agent {tool.agent} could not be started")
-    return instance
 
 
 async def _local_playbooks(run: ProgramRun, program: Program) -> list[tuple[str, list[Playbook]]]:

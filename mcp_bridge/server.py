@@ -30,7 +30,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
-from mcp_bridge.host import CallOutcome, PlaybookHost
+from mcp_bridge.host import THREAD_META, CallOutcome, PlaybookHost
 from mcp_bridge.tools import PlaybookTool
 from pal_core.errors import PalError
 from pal_core.ir import Program
@@ -39,6 +39,7 @@ from runtime.inputs import InputError, check_arguments
 from runtime.models.base import Model, ModelError
 from runtime.program_run import RunLimits
 from runtime.schema import RESULT_KEY, json_value, returns_value, schema_problems
+from runtime.store import Store
 from runtime.trace import TraceEvent
 from runtime.values import coerce
 
@@ -72,10 +73,20 @@ class PlaybookServer:
         model: Model | None = None,
         limits: RunLimits | None = None,
         name: str | None = None,
+        store: Store | str | None = None,
+        shared_thread: str | None = None,
     ) -> None:
+        """`store` records every call as a thread (see mcp_bridge.host); `shared_thread` names the one
+        thread of a `state: shared` program's calls."""
         self.program = program
         self.name = name or server_name(program)
-        self.host = PlaybookHost(program, model=model, limits=limits)
+        self.host = PlaybookHost(
+            program,
+            model=model,
+            limits=limits,
+            store=store,
+            shared_thread=shared_thread or (f"mcp-{self.name}" if store is not None else None),
+        )
         self._listed: list[types.Tool] = []
         self._server: Server[Any] | None = None
         self._stop = asyncio.Event()
@@ -146,13 +157,26 @@ class PlaybookServer:
     ) -> types.CallToolResult:
         # Always wired: report_progress does nothing when the client did not ask for progress, and an
         # in-process client asks through a callback that leaves no token in the request to look at.
-        return await self.call(params.name, params.arguments, report=ctx.session.report_progress)
+        thread = (params.meta or {}).get(THREAD_META)
+        return await self.call(
+            params.name,
+            params.arguments,
+            report=ctx.session.report_progress,
+            thread=thread if isinstance(thread, str) else None,
+        )
 
     async def call(
-        self, name: str, arguments: Mapping[str, Any] | None, *, report: ProgressReport | None = None
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        *,
+        report: ProgressReport | None = None,
+        thread: str | None = None,
     ) -> types.CallToolResult:
         """Run one tool call to its MCP result. `report(progress, total, message)` is awaited per executed
-        step when given. Cancellation propagates (the run is shut down on the way out)."""
+        step when given. With a store, the call continues `thread` (else a new thread), and the result's
+        `_meta` names the thread (`pal/thread`). Cancellation propagates (the run is shut down on the way
+        out)."""
         tool = self.host.tools.get(name)
         if tool is None:
             offered = ", ".join(sorted(self.host.tools)) or "none"
@@ -169,10 +193,15 @@ class PlaybookServer:
         except InputError as error:
             return tool_error(str(error))
         try:
+            if thread is not None and self.host.store is None:
+                return tool_error(
+                    f"{tool.name}: the call names thread {thread!r}, but this server keeps no threads "
+                    "(start it with --store)"
+                )
             if report is None:
-                outcome = await self.host.call(tool, arguments)
+                outcome = await self.host.call(tool, arguments, thread=thread)
             else:
-                outcome = await _call_with_progress(self.host, tool, arguments, report)
+                outcome = await _call_with_progress(self.host, tool, arguments, report, thread)
         except asyncio.CancelledError:
             logger.info("tool %s: the client cancelled the call; its run was stopped", tool.name)
             raise
@@ -191,12 +220,16 @@ class PlaybookServer:
 
 
 async def _call_with_progress(
-    host: PlaybookHost, tool: PlaybookTool, arguments: dict[str, Any], report: ProgressReport
+    host: PlaybookHost,
+    tool: PlaybookTool,
+    arguments: dict[str, Any],
+    report: ProgressReport,
+    thread: str | None,
 ) -> CallOutcome:
     """Run a call, reporting each executed step; every report is sent before the result."""
     progress = _ProgressForwarder(report, tool.name)
     try:
-        outcome = await host.call(tool, arguments, listener=progress.on_event)
+        outcome = await host.call(tool, arguments, listener=progress.on_event, thread=thread)
         await progress.finish()
         return outcome
     finally:
@@ -263,7 +296,8 @@ def tool_error(message: str) -> types.CallToolResult:
 def tool_result(tool: PlaybookTool, outcome: CallOutcome) -> types.CallToolResult:
     """The MCP result of a finished call: the return value as text (and as structured content when the
     playbook declares a return type), then what the playbook said to the user."""
-    said = [types.TextContent(text=text) for text in outcome.said]
+    said = [types.TextContent(text=text) for text in outcome.said_to_user]
+    meta = {THREAD_META: outcome.thread} if outcome.thread is not None else None
     playbook = tool.playbook
     if returns_value(playbook):
         data = json_value(coerce(outcome.value, playbook.returns))
@@ -274,11 +308,15 @@ def tool_result(tool: PlaybookTool, outcome: CallOutcome) -> types.CallToolResul
                 f"{playbook.returns}: {'; '.join(problems)}"
             )
         return types.CallToolResult(
-            content=[types.TextContent(text=_text(data)), *said], structured_content={RESULT_KEY: data}
+            content=[types.TextContent(text=_text(data)), *said],
+            structured_content={RESULT_KEY: data},
+            _meta=meta,
         )
     if outcome.value is None:
-        return types.CallToolResult(content=said)
-    return types.CallToolResult(content=[types.TextContent(text=_text(json_value(outcome.value))), *said])
+        return types.CallToolResult(content=said, _meta=meta)
+    return types.CallToolResult(
+        content=[types.TextContent(text=_text(json_value(outcome.value))), *said], _meta=meta
+    )
 
 
 def _text(data: Any) -> str:

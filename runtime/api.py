@@ -2,6 +2,9 @@
 
 result = await run_program("prog.pal", model="openai/gpt-4o-mini", messages=["my order is 1234"])
 value = await run_playbook(program, "Agent.Playbook", model=ScriptedModel([...]), x=1)
+
+Both run through a session (runtime.session): with `thread` and `store` the run is durable, and calling
+again with the same thread resumes it from its log; without, it lives in a memory store for the call.
 """
 
 from __future__ import annotations
@@ -10,15 +13,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pal_core.ir import Playbook, Program
+from pal_core.ir import Program
 from pal_core.messaging import StreamObserver
-from runtime.errors import CallError, ProgramError
-from runtime.execution import Execution
+from runtime.errors import CallError
 from runtime.humans import HumanInput, NoHuman, ScriptedHuman
 from runtime.inputs import bind_input, check_arguments
 from runtime.loader import load
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits, RunResult
+from runtime.session import CallSession, ProgramSession, resolve_playbook
+from runtime.store import Store
 from runtime.trace import Tracer
 
 __all__ = [
@@ -26,8 +30,8 @@ __all__ = [
     "RunLimits",
     "RunResult",
     "bind_input",
-    "entry_playbook",
     "load",
+    "resolve_playbook",
     "run_playbook",
     "run_program",
 ]
@@ -35,14 +39,6 @@ __all__ = [
 
 def _program(program: Program | str | Path) -> Program:
     return program if isinstance(program, Program) else load(program)
-
-
-def _model(model: Model | str | None) -> Model | None:
-    if model is None or not isinstance(model, str):
-        return model
-    from runtime.models.registry import resolve_model
-
-    return resolve_model(model)
 
 
 async def run_program(
@@ -54,40 +50,26 @@ async def run_program(
     limits: RunLimits | None = None,
     tracer: Tracer | None = None,
     observers: tuple[StreamObserver, ...] = (),
+    store: Store | str | None = None,
+    thread: str | None = None,
 ) -> RunResult:
-    """Run a whole program (BGN playbooks, then message loops) until it exits or goes idle."""
-    run = ProgramRun(
+    """Run a whole program (BGN playbooks, then message loops) until it exits, goes idle, fails, or waits
+    for the user with no input left. `messages` answer its questions first, then `human`.
+
+    `store` (a Store or a URL such as `sqlite:///runs.db`; default a memory store) and `thread` (an id;
+    default a new one) make it a durable thread: run again with the same thread, in any process, it resumes
+    from the last committed entry (runtime.session.ProgramSession)."""
+    async with await ProgramSession.open(
         _program(program),
-        model=_model(model),
+        store=store,
+        thread=thread,
+        model=model,
         limits=limits,
-        human=human or ScriptedHuman(messages),
+        human=human,
         tracer=tracer,
         observers=observers,
-    )
-    return await run.run()
-
-
-def entry_playbook(program: Program, name: str | None = None) -> tuple[str, Playbook]:
-    """The playbook `pal run --input` calls: by name (`Playbook` or `Agent.Playbook`), else the first
-    BGN-triggered one, else the first public one. Returns (agent name, playbook)."""
-    if name:
-        agent_name, dot, playbook_name = name.rpartition(".")
-        for agent in program.agents:
-            if dot and agent.name != agent_name:
-                continue
-            playbook = agent.playbook(playbook_name)
-            if playbook is not None:
-                return agent.name, playbook
-        raise CallError(f"no playbook {name} in the program")
-    for predicate in (
-        lambda p: any(trigger.code == "BGN" for trigger in p.triggers),
-        lambda p: p.public,
-    ):
-        for agent in program.agents:
-            for playbook in agent.playbooks:
-                if predicate(playbook):
-                    return agent.name, playbook
-    raise CallError("the program has no BGN-triggered or public playbook to call; name one")
+    ) as session:
+        return await session.run(messages)
 
 
 async def run_playbook(
@@ -99,6 +81,8 @@ async def run_playbook(
     limits: RunLimits | None = None,
     tracer: Tracer | None = None,
     observers: tuple[StreamObserver, ...] = (),
+    store: Store | str | None = None,
+    thread: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Call one playbook in a fresh run (no BGN playbooks) and return its result.
@@ -107,9 +91,12 @@ async def run_playbook(
     against its parameter types first (runtime.inputs: InputError names each bad one). Failures raise
     RunError, ProgramError or CallError; waiting for the user with no `messages` raises InputExhausted; a
     call past one of the budgets of `limits` (steps, seconds, model calls, value sizes) raises BudgetExceeded.
+
+    With `thread` (and `store`), the call is the next call of that thread of calls: the thread's earlier
+    calls are replayed from its log first, so its agents have the state they had (runtime.session.CallSession).
     """
     loaded = _program(program)
-    agent_name, target = entry_playbook(loaded, playbook)
+    agent, target = resolve_playbook(loaded, None, playbook)
     names = [parameter.name for parameter in target.parameters]
     if len(args) > len(names):
         raise CallError(f"{target.name} takes {len(names)} argument(s), got {len(args)}")
@@ -119,21 +106,15 @@ async def run_playbook(
             raise CallError(f"{target.name} got two values for ${key}")
         given[key] = value
     arguments = check_arguments(target, given)
-    run = ProgramRun(
+    async with await CallSession.open(
         loaded,
-        model=_model(model),
+        store=store,
+        thread=thread,
+        model=model,
         limits=limits,
         human=ScriptedHuman(messages) if messages is not None else NoHuman(),
         tracer=tracer,
         observers=observers,
-    )
-    try:
-        await run.start()
-        run.start_loops()
-        instance = await run.agent_instance(agent_name)
-        if instance is None:
-            raise ProgramError(f"agent {agent_name} could not be started")
-        async with run.budget.bound():
-            return await run.guard(Execution(instance).execute(target, [], arguments))
-    finally:
-        await run.shutdown()
+    ) as session:
+        outcome = await session.call(f"{agent.name}.{target.name}", arguments)
+    return outcome.value

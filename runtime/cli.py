@@ -16,6 +16,10 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("json", "pal_text", "print a program's IR as JSON (or the JSON Schema)"),
     ("graph", "pal_text", "print a Mermaid flowchart of a playbook"),
     ("run", "run", "run a program (a model executes the steps the runtime cannot)"),
+    ("resume", "threads", "continue a thread (a run that stopped, crashed or waits for the user)"),
+    ("threads", "threads", "list the threads (durable runs) of a store, with their status"),
+    ("history", "threads", "show a thread's verified turns (--all: every entry of its log)"),
+    ("fork", "threads", "start a new thread from entry N of another (the original is not touched)"),
     ("check-turn", "check_turn", "parse (and verify) recorded model answers, one JSON object per line"),
 )
 # Packages above the runtime (importers, mcp_bridge) add subcommands through this entry-point group; each

@@ -1,15 +1,22 @@
 """Calling one playbook of a program many times from other Python code: framework nodes, tools, servers.
 
-`run_playbook` builds, starts and shuts down a whole `ProgramRun` for every call, which is right for one
-call and far too slow for a graph node invoked thousands of times. An `EmbeddedPlaybook` loads the program
-once and keeps one started run per event loop (made on the first call from that loop). Each call then
-gets an agent instance of its own from a small pool, with its state reset (variables, artifacts, session
-log, unread messages), and runs the playbook in a fresh execution context (its own call stack). Nothing a
-call sets is visible to the next call; concurrent calls never share an instance.
+`run_playbook` builds, starts and shuts down a whole run for every call, which is right for one call and
+far too slow for a graph node invoked thousands of times. An `EmbeddedPlaybook` loads the program once and
+keeps one started run per event loop (made on the first call from that loop), and answers each call
+there through runtime.session.PlaybookCalls: the call gets an agent instance of its own from a small pool,
+with its state reset (variables, artifacts, session log, unread messages), and runs the playbook in a
+fresh execution context (its own call stack). Nothing a call sets is visible to the next call; concurrent
+calls never share an instance.
 
 What is shared by the calls of one run: the Python modules of the agent's python blocks (one per pooled
 instance, loaded once: module-level variables there live as long as the run), and the other agents of
 the program (started once; a playbook that calls `Other.Playbook` talks to the same `Other` every time).
+
+With a store (`store="sqlite:///runs.db"`, a Postgres URL, or a Store), every call is recorded as a thread
+(runtime.session.CallSession): `call(arguments, thread="T")` continues thread T, whose agents keep their
+state from one call to the next, in this process and in any other process sharing the store (the thread
+is resumed from its log); a call without a thread gets a new one. The exporters name the thread from the
+framework's own (a LangGraph `thread_id`, an ADK session).
 
 Per call, the budgets of `RunLimits` (model calls, steps, wall-clock seconds) are the budgets of that call,
 not of the run (runtime.budget); work other agents do outside any call (a message loop reacting to a
@@ -27,77 +34,28 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pal_core.ir import Agent, Playbook, Program
+from pal_core.ir import Program
 from runtime.agent import AgentInstance
-from runtime.agent_pool import AgentPool
-from runtime.errors import CallError, ProgramError, ProgramExit
-from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
 from runtime.loader import load
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
+from runtime.session import CallOutcome, resolve_playbook
+from runtime.session.calls import PlaybookCalls
+from runtime.store import Store
 from runtime.trace import Tracer
 
 __all__ = ["CallOutcome", "EmbeddedPlaybook", "resolve_playbook"]
 
 CLOSE_TIMEOUT = 30.0
 """Seconds `close()` waits for the sync runner's run to shut down and its thread to end."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallOutcome:
-    """What one call of an embedded playbook produced."""
-
-    value: Any
-    """The playbook's return value (None when it returns nothing or yields exit)."""
-    said_to_user: tuple[str, ...] = ()
-    """What the playbook said to the user during the call (`Say(user, ...)`), in order."""
-
-
-def resolve_playbook(program: Program, agent: str | None, playbook: str | None) -> tuple[Agent, Playbook]:
-    """The agent and playbook a caller means.
-
-    `playbook` is `Playbook` or `Agent.Playbook`; `agent` names the agent (and must agree with a
-    qualified `playbook`). Without a playbook name: the agent's (or the program's) first BGN-triggered
-    playbook, else its first public one. CallError says what exists when nothing matches.
-    """
-    if playbook and "." in playbook:
-        qualifier, _, playbook = playbook.rpartition(".")
-        if agent is not None and agent != qualifier:
-            raise CallError(f"playbook {qualifier}.{playbook} is not in agent {agent}")
-        agent = qualifier
-    candidates = program.agents
-    if agent is not None:
-        chosen = program.agent(agent)
-        if chosen is None:
-            known = ", ".join(a.name for a in program.agents) or "none"
-            raise CallError(f"the program has no agent {agent} (agents: {known})")
-        candidates = (chosen,)
-    if playbook:
-        for candidate in candidates:
-            found = candidate.playbook(playbook)
-            if found is not None:
-                return candidate, found
-        where = f"agent {agent}" if agent is not None else "the program"
-        known = ", ".join(p.name for a in candidates for p in a.playbooks) or "none"
-        raise CallError(f"{where} has no playbook {playbook} (playbooks: {known})")
-    for wanted in (
-        lambda p: any(trigger.code == "BGN" for trigger in p.triggers),
-        lambda p: p.public,
-    ):
-        for candidate in candidates:
-            for found in candidate.playbooks:
-                if wanted(found):
-                    return candidate, found
-    where = f"agent {agent}" if agent is not None else "the program"
-    raise CallError(f"{where} has no BGN-triggered or public playbook to call; name one with playbook=")
 
 
 class _EmbeddedRun(ProgramRun):
@@ -116,36 +74,9 @@ class _EmbeddedRun(ProgramRun):
             super().trace(agent, event, **fields)
 
 
-# --- one started run on one event loop -------------------------------------------------------------
-
-
-class _Session:
-    """The started run of an embedded playbook on one event loop, and its pool of agent instances."""
-
-    def __init__(self, run: _EmbeddedRun, agent: Agent) -> None:
-        self.run = run
-        self.pool = AgentPool(run, agent)
-
-    @classmethod
-    async def start(cls, run: _EmbeddedRun, agent: Agent) -> _Session:
-        """Start the run: its start-up agents, the agent's own instance, and every agent's message loop."""
-        session = cls(run, agent)
-        try:
-            await run.start()
-            # The agent's own instance, so that other agents reaching it by class name never land on a
-            # pooled instance in the middle of someone's call (pool instances are made after it).
-            if await run.agent_instance(agent.name) is None:  # pragma: no cover - the agent exists
-                raise ProgramError(f"agent {agent.name} could not be started")
-            run.start_loops()
-        except BaseException:
-            await run.shutdown()
-            raise
-        return session
-
-
 # --- sync calls ------------------------------------------------------------------------------------
 
-_Sessions = dict[asyncio.AbstractEventLoop, "_Session | asyncio.Task[_Session]"]
+_Sessions = dict[asyncio.AbstractEventLoop, "PlaybookCalls | asyncio.Task[PlaybookCalls]"]
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -155,10 +86,10 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-async def _shutdown_loop_work(session: _Session | asyncio.Task[_Session] | None) -> None:
-    """Shut a session's run down, then cancel and await whatever else is left on the loop."""
-    if isinstance(session, _Session):
-        await session.run.shutdown()
+async def _shutdown_loop_work(session: PlaybookCalls | asyncio.Task[PlaybookCalls] | None) -> None:
+    """Shut a loop's calls down (their runs, their store), then cancel and await whatever else is left."""
+    if isinstance(session, PlaybookCalls):
+        await session.close()
     current = asyncio.current_task()
     pending = [task for task in asyncio.all_tasks() if task is not current]
     for task in pending:
@@ -329,12 +260,15 @@ class EmbeddedPlaybook:
         limits: RunLimits | None = None,
         human: HumanInput | None = None,
         tracer: Tracer | None = None,
+        store: Store | str | None = None,
     ) -> None:
         """`program` is a Program or a file; `playbook` (`Playbook` or `Agent.Playbook`) and `agent` pick
         the playbook (default: the entry playbook, see `resolve_playbook`). `model` is a Model or a model
         string (resolved now); without one, only playbooks the runtime executes alone can run. `limits`
         apply per call; `human` answers a playbook that waits for the user (default: nobody, so waiting
-        raises InputExhausted); `tracer` records every event of every call (default: none kept)."""
+        raises InputExhausted); `tracer` records every event of every call (default: none kept); `store`
+        (a URL, opened on each event loop that calls, or an open Store, used from its own loop) records
+        every call as a thread."""
         self.program: Program = program if isinstance(program, Program) else load(program)
         """The loaded program."""
         self.agent, self.playbook = resolve_playbook(self.program, agent, playbook)
@@ -350,6 +284,8 @@ class EmbeddedPlaybook:
         """Who answers when the playbook waits for the user."""
         self.tracer = tracer
         """Where events go (None: nowhere)."""
+        self.store = store
+        """Where calls are recorded as threads (None: not recorded; each call has fresh state)."""
         self._sessions: _Sessions = {}
         self._sessions_lock = threading.Lock()
         self._sync = _SyncLoops(self.qualified_name, self._sessions)
@@ -365,38 +301,29 @@ class EmbeddedPlaybook:
 
     # --- calls -------------------------------------------------------------------------------------
 
-    async def call(self, arguments: Mapping[str, Any]) -> CallOutcome:
-        """Run the playbook with `arguments` (parameter name -> value) on the running event loop.
+    async def call(self, arguments: Mapping[str, Any], *, thread: str | None = None) -> CallOutcome:
+        """Run the playbook with `arguments` (parameter name -> value) on the running event loop. With a
+        store, the call is recorded in `thread` (continued, with the state its earlier calls left) or, when
+        None, in a new thread (`CallOutcome.thread`).
 
         User errors raise CallError or ProgramError (a wrong argument, a playbook that cannot run); failures
         raise RunError (PlaybookFailed when Python raised) or ModelError.
         """
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop)
-        if not isinstance(session, _Session):
-            session = await self._session(loop)
-        pool = session.pool
-        instance = await pool.checkout()
-        try:
-            playbook = instance.playbooks[self.playbook.name]
-            try:
-                async with session.run.new_budget().bound():
-                    value = await Execution(instance).execute(playbook, [], dict(arguments))
-            except ProgramExit:
-                value = None  # the program ended: the call is over and returned nothing
-            return CallOutcome(value=value, said_to_user=await pool.take_said(instance))
-        finally:
-            pool.checkin(instance)
+        calls = self._sessions.get(loop)
+        if not isinstance(calls, PlaybookCalls):
+            calls = await self._session(loop)
+        return await calls.call(self.agent.name, self.playbook.name, arguments, thread=thread)
 
-    def call_sync(self, arguments: Mapping[str, Any]) -> CallOutcome:
+    def call_sync(self, arguments: Mapping[str, Any], *, thread: str | None = None) -> CallOutcome:
         """`call` from synchronous code. A thread without an event loop runs the call on a loop of its own
         (kept for its next calls); inside a running loop the call runs in a runner thread and the calling
         loop waits (blocked) for it."""
-        return self._sync.run(lambda: self.call(arguments))
+        return self._sync.run(lambda: self.call(arguments, thread=thread))
 
     # --- sessions ----------------------------------------------------------------------------------
 
-    async def _session(self, loop: asyncio.AbstractEventLoop) -> _Session:
+    async def _session(self, loop: asyncio.AbstractEventLoop) -> PlaybookCalls:
         with self._sessions_lock:
             entry = self._sessions.get(loop)
             if entry is None:
@@ -405,7 +332,7 @@ class EmbeddedPlaybook:
                 # An empty context: the agents' message loops must not inherit the first caller's context.
                 entry = loop.create_task(self._start_session(), context=contextvars.Context())
                 self._sessions[loop] = entry
-        if isinstance(entry, _Session):
+        if isinstance(entry, PlaybookCalls):
             return entry
         try:
             session = await asyncio.shield(entry)
@@ -420,16 +347,23 @@ class EmbeddedPlaybook:
                 self._sessions[loop] = session
         return session
 
-    async def _start_session(self) -> _Session:
-        run = _EmbeddedRun(
+    async def _start_session(self) -> PlaybookCalls:
+        calls = PlaybookCalls(
             self.program,
             model=self.model,
             limits=self.limits,
             human=self.human,
             tracer=self.tracer,
-            keep_trace=self.tracer is not None,
+            run_factory=functools.partial(_EmbeddedRun, keep_trace=self.tracer is not None),
+            store=self.store,
         )
-        return await _Session.start(run, self.agent)
+        await calls.open()
+        try:
+            await calls.call_ready(self.agent.name)
+        except BaseException:
+            await calls.close()
+            raise
+        return calls
 
     # --- closing -----------------------------------------------------------------------------------
 
@@ -445,7 +379,7 @@ class EmbeddedPlaybook:
             except Exception:  # it failed to start: nothing to shut down
                 entry = None
         if entry is not None:
-            await entry.run.shutdown()
+            await entry.close()
         await asyncio.to_thread(self.close)
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ from runtime.errors import (
     ProgramError,
     RunError,
 )
-from runtime.python_api import call_function, current_execution
+from runtime.python_api import call_function, current_execution, touch_call
 from runtime.remote import RemoteCallError, remote_call, remote_listing
 from runtime.state import Artifact, CallStack
 from runtime.value_limits import check_value
@@ -120,10 +120,17 @@ class Execution:
             self.run.trace(
                 self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
             )
-        if playbook.kind is PlaybookKind.PYTHON:
-            result = await self._call_python(playbook, args, kwargs)
-        elif playbook.kind is PlaybookKind.REMOTE:
-            result = await self._call_remote(playbook, args, kwargs)
+        touch_call()  # a playbook called from inside a Python call: that call reached back into the run
+        if playbook.kind is PlaybookKind.PYTHON or playbook.kind is PlaybookKind.REMOTE:
+            invoke = self._call_python if playbook.kind is PlaybookKind.PYTHON else self._call_remote
+            journal = self.run.journal
+            if journal is None:
+                result = await invoke(playbook, args, kwargs)
+            else:  # a durable run commits the result before anyone sees it, or replays it from the log
+                arguments = {**{str(index): value for index, value in enumerate(args)}, **kwargs}
+                result = await journal.call(
+                    self.agent, playbook, arguments, lambda: invoke(playbook, args, kwargs)
+                )
         elif playbook.metadata.meeting and self.current_meeting() is None:
             from runtime.meetings import run_meeting_as_owner
 
@@ -276,7 +283,9 @@ class Execution:
                 return message.sender_id == lowered.split(" ", 1)[1]
             return message.sender_klass == source.strip()
 
-        messages = await self.agent.inbox.get_batch(matches, timeout=timeout)
+        messages = await self.run.read_messages(
+            self.agent, lambda: self.agent.inbox.get_batch(matches, timeout=timeout), matches
+        )
         self.receive(messages)
         return messages
 
@@ -297,12 +306,16 @@ class Execution:
         MEETING_ENDED ends the wait, and an attendee's wait then raises MeetingOver."""
         from pal_core.messaging import wait_for_meeting_messages
 
-        messages = await wait_for_meeting_messages(
-            self.agent.inbox,
-            meeting_id,
-            self.agent.id,
-            names=(self.agent.klass,),
-            timeouts=self.run.meeting_timeouts,
+        messages = await self.run.read_messages(
+            self.agent,
+            lambda: wait_for_meeting_messages(
+                self.agent.inbox,
+                meeting_id,
+                self.agent.id,
+                names=(self.agent.klass,),
+                timeouts=self.run.meeting_timeouts,
+            ),
+            lambda message: message.meeting_id == meeting_id,
         )
         self.receive(messages)
         if self.meeting_ended(meeting_id) and self.run.meetings.meeting(meeting_id).owner_id != self.agent.id:

@@ -20,11 +20,41 @@ if TYPE_CHECKING:
 current_execution: ContextVar[Execution | None] = ContextVar("pal_current_execution", default=None)
 
 
+@dataclass(slots=True)
+class CallInProgress:
+    """The Python or remote playbook call running now in a durable run (runtime.session.journal)."""
+
+    key: str
+    """Its idempotency key: the same when a resumed run makes the call again."""
+    touched: bool = False
+    """Whether the call reached back into the run (a builtin, another playbook, the agent's state): a
+    resumed run then runs it again instead of taking its result from the log."""
+
+
+current_call: ContextVar[CallInProgress | None] = ContextVar("pal_current_call", default=None)
+
+
+def idempotency_key() -> str | None:
+    """The idempotency key of the Python or remote playbook call running now, in a durable run (None
+    otherwise). A call whose result was not committed before a crash is made again when the run resumes,
+    with the same key: a callee that remembers the keys it has served does its work once."""
+    call = current_call.get()
+    return call.key if call is not None else None
+
+
+def touch_call() -> None:
+    """Note that the call running now reached back into the run (see `CallInProgress.touched`)."""
+    call = current_call.get()
+    if call is not None:
+        call.touched = True
+
+
 class NoRunningPlaybook(RuntimeError):
     """A builtin was called outside a running playbook."""
 
 
 def _execution() -> Execution:
+    touch_call()
     execution = current_execution.get()
     if execution is None:
         raise NoRunningPlaybook(

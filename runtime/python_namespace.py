@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runtime.python_api import current_execution
+from runtime.python_api import current_execution, touch_call
 
 if TYPE_CHECKING:
     from runtime.agent import AgentInstance
@@ -21,6 +21,7 @@ class _PlaybookProxy:
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         from runtime.execution import Execution
 
+        touch_call()
         execution = current_execution.get()
         if execution is None or execution.agent is not self._instance:
             execution = Execution(self._instance)
@@ -46,7 +47,14 @@ class AgentView:
     def __init__(self, instance: AgentInstance) -> None:
         self.id = instance.id
         self.klass = instance.klass
-        self.state = instance.state
+        self._instance = instance
+
+    @property
+    def state(self) -> Any:
+        """The agent's state (`variables`, `artifacts`, `session_log`). A Python playbook of a durable run
+        that reads or changes it is run again on resume rather than answered from the log."""
+        touch_call()
+        return self._instance.state
 
 
 def namespace_for(instance: AgentInstance) -> dict[str, Any]:

@@ -80,6 +80,8 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
         except ContractViolation as error:
             problems = [violation.format() for violation in error.violations]
         else:
+            # Committed (in a durable run) before anything of it is applied.
+            await run.checkpoint_answer(execution.agent, request, response, turn=turn)
             for repaired in turn.repairs:
                 run.trace(
                     execution.agent,
@@ -93,6 +95,7 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             tokens = {"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens}
             return await apply_turn(execution, frame, flow, turn, call_id, tokens)
         attempts += 1
+        await run.checkpoint_answer(execution.agent, request, response, problems=problems)
         run.trace(
             execution.agent,
             "violation",
@@ -279,7 +282,7 @@ async def ask_approval(execution: Execution, frame: Frame, call: Call, call_id: 
     run = execution.run
     agent = execution.agent
     shown = f"{call.name}({', '.join(argument.text for argument in call.arguments)})"
-    if not run.human.interactive:
+    if not run.user_reachable(agent):
         run.trace(
             agent,
             "approval",
@@ -295,7 +298,7 @@ async def ask_approval(execution: Execution, frame: Frame, call: Call, call_id: 
     await execution.say(
         "user", f"The model wants to run {shown}, which needs your approval. Allow it? (yes/no)"
     )
-    answer = await run.human.read(agent.klass)
+    answer = await run.request_user_input(agent)
     approved = answer is not None and answer.strip().lower() in ("y", "yes", "ok", "approve", "allow")
     run.trace(
         agent,

@@ -41,6 +41,18 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--playbook", metavar="NAME", help="entry playbook for --input (Playbook or Agent.Playbook)"
     )
+    parser.add_argument(
+        "--thread",
+        metavar="ID",
+        help="the thread this run is: a new one by this id, or the one to continue (resumed from its last "
+        "committed entry); default: a new thread",
+    )
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="where threads live: sqlite:///runs.db, postgresql://..., memory:// (nothing kept); "
+        "default: $PAL_STORE, else the default SQLite file (docs/durability.md)",
+    )
     parser.add_argument("--trace", metavar="FILE.jsonl", help="write every executed step as one JSON line")
     parser.add_argument(
         "--max-model-calls",
@@ -75,7 +87,8 @@ async def _run(args: argparse.Namespace) -> int:
     from pal_core.messaging import TerminalStreamObserver
     from runtime.humans import ChainedHuman, ConsoleHuman, ScriptedHuman
     from runtime.loader import load_valid
-    from runtime.program_run import ProgramRun, RunLimits
+    from runtime.program_run import RunLimits
+    from runtime.session import opened_store
     from runtime.trace import Tracer
 
     calling = args.input is not None
@@ -96,78 +109,137 @@ async def _run(args: argparse.Namespace) -> int:
             seed=args.seed,
             **budget_limits(args),
         )
+        store, _ = await opened_store(args.store or _default_store())
     except (PalError, OSError, ValueError) as error:
         print(_message(error), file=sys.stderr)
         return 2
-    scripted = ScriptedHuman(args.message)
+    # Re-running the same command on a thread gives only the messages its log does not hold yet.
+    messages = await _messages_to_give(store, args)
+    scripted = ScriptedHuman(messages)
     # With --input, standard output carries only the result: the conversation goes to standard error.
     speech = sys.stderr if calling else None
     human = scripted if args.no_input else ChainedHuman(scripted, ConsoleHuman(prompt_stream=speech))
     tracer = Tracer(args.trace) if args.trace else None
-    observers = (TerminalStreamObserver(speech),)
-    run = ProgramRun(program, model=model, limits=limits, human=human, tracer=tracer, observers=observers)
-    if call is not None:
-        status = await _call_entry(run, call, args)
-    else:
-        status = await _run_program(run, args)
+    options = {
+        "store": store,
+        "thread": args.thread,
+        "model": model,
+        "limits": limits,
+        "human": human,
+        "tracer": tracer,
+        "observers": (TerminalStreamObserver(speech),),
+    }
+    try:
+        if call is not None:
+            status = await _call_entry(program, call, args, options)
+        else:
+            status = await _run_program(program, args, options)
+    finally:
+        await store.close()
     if scripted.remaining:
-        unread = ", ".join(repr(text) for text in args.message[-scripted.remaining :])
+        unread = ", ".join(repr(text) for text in messages[-scripted.remaining :])
         print(f"warning: {scripted.remaining} --message value(s) never read: {unread}", file=sys.stderr)
     return status
 
 
-def _entry_call(program: Any, args: argparse.Namespace) -> tuple[str, Any, dict[str, Any]]:
-    """(agent, playbook, arguments) for --input: the JSON object bound and checked (runtime.inputs)."""
-    from runtime.api import entry_playbook
+async def _messages_to_give(store: Any, args: argparse.Namespace) -> list[str]:
+    """The --message values, without those the thread's user already gave (the same values, in order)."""
+    from runtime.session.view import user_inputs
+
+    messages = list(args.message)
+    if not args.thread or not messages:
+        return messages
+    given = await user_inputs(store, args.thread)
+    kept = 0
+    while kept < min(len(given), len(messages)) and given[kept] == messages[kept]:
+        kept += 1
+    return messages[kept:]
+
+
+def _default_store() -> str:
+    from runtime.store import default_store_url
+
+    return default_store_url()
+
+
+def _entry_call(program: Any, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """(Agent.Playbook, arguments) for --input: the JSON object bound and checked (runtime.inputs)."""
     from runtime.inputs import bind_input, check_arguments, parse_json_object
+    from runtime.session import resolve_playbook
 
     values = parse_json_object(args.input, option="--input")
-    agent_name, playbook = entry_playbook(program, args.playbook)
+    agent, playbook = resolve_playbook(program, None, args.playbook)
     arguments = check_arguments(playbook, bind_input(playbook, values), label=f"--input for {playbook.name}")
-    return agent_name, playbook, arguments
+    return f"{agent.name}.{playbook.name}", arguments
 
 
-async def _call_entry(run: Any, call: tuple[str, Any, dict[str, Any]], args: argparse.Namespace) -> int:
+async def _call_entry(
+    program: Any, call: tuple[str, dict[str, Any]], args: argparse.Namespace, options: dict[str, Any]
+) -> int:
     from runtime.errors import InputExhausted
-    from runtime.execution import Execution
     from runtime.schema import json_value
+    from runtime.session import CallSession
 
-    agent_name, playbook, arguments = call
+    qualified, arguments = call
     try:
-        await run.start()
-        run.start_loops()
-        instance = await run.agent_instance(agent_name)
-        async with run.budget.bound():
-            result = await run.guard(Execution(instance).execute(playbook, [], arguments))
-    except InputExhausted as error:
-        print(_message(error), file=sys.stderr)
-        return 3
+        session = await CallSession.open(program, **options)
     except PalError as error:
         print(_message(error), file=sys.stderr)
-        return 1
-    finally:
-        await run.shutdown()
-    print(json.dumps(json_value(result), ensure_ascii=False, allow_nan=False))
+        return 2
+    session.busy_wait = 0  # a command line continues its own thread: another unfinished call is an error
+    async with session:
+        try:
+            outcome = await session.call(qualified, arguments)
+        except InputExhausted as error:
+            print(_message(error), file=sys.stderr)
+            _thread_line(session.thread_id, waiting=True, quiet=args.quiet)
+            return 3
+        except PalError as error:
+            print(_message(error), file=sys.stderr)
+            return 1
+    print(json.dumps(json_value(outcome.value), ensure_ascii=False, allow_nan=False))
     if not args.quiet:
-        print(f"[done; {run.limiter.calls} model call(s)]", file=sys.stderr)
+        print(f"[done; {session.live_model_calls} model call(s)]", file=sys.stderr)
+    _thread_line(session.thread_id, waiting=False, quiet=args.quiet)
     return 0
 
 
-async def _run_program(run: Any, args: argparse.Namespace) -> int:
-    result = await run.run()
+async def _run_program(program: Any, args: argparse.Namespace, options: dict[str, Any]) -> int:
+    from runtime.session import ProgramSession
+
+    try:
+        session = await ProgramSession.open(program, **options)
+    except PalError as error:
+        print(_message(error), file=sys.stderr)
+        return 2
+    async with session:
+        result = await session.run()
     print()
     if result.status == "error":
         # The error once, with the count: the status line and the message said the same thing twice.
         print(_message(result.error) if result.error else f"error: {result.reason}", file=sys.stderr)
         if not args.quiet:
             print(f"[failed; {result.model_calls} model call(s)]", file=sys.stderr)
+        _thread_line(session.thread_id, waiting=False, quiet=args.quiet)
         return 1
     if result.status == "needs_input":
         print(f"[stopped: {result.reason}; {result.model_calls} model call(s)]", file=sys.stderr)
+        _thread_line(session.thread_id, waiting=True, quiet=args.quiet)
         return 3
     if not args.quiet:
         print(f"[done; {result.model_calls} model call(s)]", file=sys.stderr)
+    _thread_line(session.thread_id, waiting=False, quiet=args.quiet)
     return 0
+
+
+def _thread_line(thread_id: str, *, waiting: bool, quiet: bool) -> None:
+    """Where the run is kept, and how to go on with it."""
+    if waiting:
+        print(
+            f"[thread {thread_id} waits for the user: pal resume {thread_id} --message ...]", file=sys.stderr
+        )
+    elif not quiet:
+        print(f"[thread {thread_id}: pal history {thread_id}]", file=sys.stderr)
 
 
 def _model(spec: str | None) -> Any:

@@ -72,6 +72,7 @@ class ScriptedModel:
             )
         self._name = name
         self._requests: list[ModelRequest] = []
+        self._offset = 0
 
     @classmethod
     def from_jsonl(cls, path: str | Path, *, name: str | None = None) -> ScriptedModel:
@@ -120,12 +121,19 @@ class ScriptedModel:
         """Answers not yet given; None when answers come from a function."""
         if self._function is not None:
             return None
-        return max(len(self._answers) - len(self._requests), 0)
+        return max(len(self._answers) - len(self._requests) - self._offset, 0)
+
+    def resume_thread(self, answered: int) -> None:
+        """A durable run resumes a thread whose log already holds `answered` answers (replayed from the log,
+        not asked again): the next request gets answer `answered + 1`, as if this model had given them. The
+        runtime calls this when it resumes a thread (runtime.session); a list of answers then goes on where
+        the thread left off, in any process."""
+        self._offset = answered - len(self._requests)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The next answer (list) or the function's answer to `request`."""
         self._requests.append(request)
-        call = len(self._requests)
+        call = len(self._requests) + self._offset
         if self._function is None:
             if call > len(self._answers):
                 raise ModelError(

@@ -304,7 +304,7 @@ async def test_a_typed_return_that_does_not_fit_its_type_is_a_tool_error() -> No
     async with PlaybookServer(CALCULATOR) as served:
         tool = served.tools["Tally"]
         wrong = tool_result(tool, CallOutcome(value=["not", "a", "dict"]))
-        right = tool_result(tool, CallOutcome(value={"a": 1}, said=("counted",)))
+        right = tool_result(tool, CallOutcome(value={"a": 1}, said_to_user=("counted",)))
     assert wrong.is_error
     assert text_of(wrong) == (
         "Tally returned a value that does not match its declared return type dict[str, int]: "
