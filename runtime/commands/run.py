@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +40,13 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", metavar="FILE.jsonl", help="write every executed step as one JSON line")
     parser.add_argument("--max-model-calls", type=int, default=200, metavar="N")
     parser.add_argument("--retries", type=int, default=2, metavar="N", help="re-asks after a rejected answer")
-    parser.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per model call")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock limit per model call (default: none; an answer is limited to 1024 tokens)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="sampling seed for models that take one")
     parser.add_argument("--quiet", "-q", action="store_true", help="print only what agents say")
 
@@ -54,9 +61,12 @@ def run_command(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     from pal_core.messaging import TerminalStreamObserver
     from runtime.api import bind_input, entry_playbook
+    from runtime.console_progress import ProgressLine, closing_line
     from runtime.errors import InputExhausted
     from runtime.humans import ChainedHuman, ConsoleHuman, ScriptedHuman
     from runtime.loader import load_valid
+    from runtime.models.limits import check_timeout
+    from runtime.models.progress import listening_to_progress
     from runtime.program_run import ProgramRun, RunLimits
     from runtime.trace import Tracer
 
@@ -66,6 +76,8 @@ async def _run(args: argparse.Namespace) -> int:
             for warning in warnings:
                 print(warning.format(show_source=False), file=sys.stderr)
         model = _model(args.model)
+        if args.timeout is not None:
+            check_timeout(args.timeout, "--timeout")
         limits = RunLimits(
             max_model_calls=args.max_model_calls,
             max_retries=args.retries,
@@ -97,7 +109,8 @@ async def _run(args: argparse.Namespace) -> int:
             instance = await run.agent_instance(agent_name)
             from runtime.execution import Execution
 
-            result = await Execution(instance).execute(playbook, [], arguments)
+            with listening_to_progress(None if args.quiet else ProgressLine(sys.stderr)):
+                result = await Execution(instance).execute(playbook, [], arguments)
         except InputExhausted as error:
             print(_message(error), file=sys.stderr)
             return 3
@@ -111,10 +124,13 @@ async def _run(args: argparse.Namespace) -> int:
             print(f"[{run.limiter.calls} model call(s)]", file=sys.stderr)
         return 0
     run = ProgramRun(program, model=model, limits=limits, human=human, tracer=tracer, observers=observers)
-    result = await run.run()
+    started = time.monotonic()
+    with listening_to_progress(None if args.quiet else ProgressLine(sys.stderr)):
+        result = await run.run()
     print()
     if not args.quiet:
-        print(f"[{result.status}: {result.reason}; {result.model_calls} model call(s)]", file=sys.stderr)
+        seconds = time.monotonic() - started
+        print(closing_line(result.status, result.reason, result.model_calls, seconds), file=sys.stderr)
     if result.status == "error":
         print(_message(result.error) if result.error else result.reason, file=sys.stderr)
         return 1

@@ -125,6 +125,8 @@ def test_run_with_a_scripted_model_messages_and_a_trace(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "Order number?" in result.stdout and "It has shipped." in result.stdout
+    closing = result.stderr.strip().splitlines()[-1]
+    assert closing.startswith("[finished: nothing left to do (") and "; 2 model calls, " in closing
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     steps = [(event["line"], event["opcode"]) for event in events if event["event"] == "step"]
     assert steps == [("01", "QUE"), ("02", "YLD"), ("03", "CND"), ("04", "QUE"), ("05", "QUE"), ("06", "RET")]
@@ -147,6 +149,7 @@ def test_run_input_calls_the_entry_playbook_and_prints_json(tmp_path: Path, caps
         (["run", "missing.pal"], "missing.pal"),
         (["run", str(SEED_PAL), "--input", "[1]"], "JSON object"),
         (["run", str(SEED_PAL), "--input", "{}", "--playbook", "Nope"], "no playbook Nope"),
+        (["run", str(SEED_PAL), "--timeout", "0"], "--timeout must be a positive finite number of seconds"),
     ],
 )
 def test_run_reports_bad_input_clearly(args: list[str], message: str, capsys) -> None:
