@@ -87,7 +87,7 @@ async def _run(args: argparse.Namespace) -> int:
     except (PalError, OSError, ValueError) as error:
         print(_message(error), file=sys.stderr)
         return 2
-    scripted = ScriptedHuman(args.message)
+    scripted = ScriptedHuman(args.message, echo=None if args.quiet else sys.stdout)
     interactive = not args.no_input and args.input is None
     human = ChainedHuman(scripted, ConsoleHuman()) if interactive else scripted
     tracer = Tracer(args.trace) if args.trace else None

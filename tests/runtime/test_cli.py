@@ -125,6 +125,7 @@ def test_run_with_a_scripted_model_messages_and_a_trace(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "Order number?" in result.stdout and "It has shipped." in result.stdout
+    assert "\n[you -> CustomerSupport] 12345678\n" in result.stdout  # a scripted reply shows like a typed one
     closing = result.stderr.strip().splitlines()[-1]
     assert closing.startswith("[finished: nothing left to do (") and "; 2 model calls, " in closing
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
