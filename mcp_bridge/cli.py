@@ -48,7 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--name", help="server name shown to clients (default: the file name)")
     serve.add_argument("--max-model-calls", type=int, default=200, metavar="N", help="per tool call")
-    serve.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS", help="per model call")
+    serve.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock limit per model call (default: none)",
+    )
     config = actions.add_parser(
         "config",
         help="print the Claude Desktop `mcpServers` entry for the program",
@@ -123,7 +129,7 @@ def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
         return f"--port must be between 0 and 65535, got {args.port}"
     if args.max_model_calls < 0:
         return f"--max-model-calls must not be negative, got {args.max_model_calls}"
-    if not args.timeout > 0:
+    if args.timeout is not None and not args.timeout > 0:
         return f"--timeout must be a positive number of seconds, got {args.timeout}"
     if token is not None and not token.strip():
         return "the bearer token is empty"
