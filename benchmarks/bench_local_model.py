@@ -10,11 +10,23 @@ the same answers; only the timings move with the machine's load.
 Then the three example programs (examples/) run end to end on the runtime with and without the grammar:
 whether each finishes, contract compliance on the first try, retries per turn, model calls per playbook,
 seconds per model call.
-Run: python benchmarks/bench_local_model.py [seeds per case, default 5]
+Then, for issue 12, in the same run:
+- turns: each example program and the demo run once on the runtime; their model requests are replayed
+  in order on bare llama-cpp-python as the runtime used it before (every prompt from scratch,
+  `create_chat_completion` with the grammar) and on our engine without and with prompt reuse: seconds
+  per turn, prompt tokens evaluated per turn, and whether the three give the same answers;
+- speed: our prompt and generation tokens/s against bare llama-cpp-python on the same prompt, grammar
+  and settings;
+- load: a turn while another process keeps one core busy, on one thread and on two, and the number of
+  threads the engine chooses by itself.
+All comparisons use the same thread count (PAL_LOCAL_THREADS, else what the machine allowed at start).
+Run: python benchmarks/bench_local_model.py [seeds per case, default 5] [--only turns,speed,load,...]
+(sections: sizes, speed1, compliance, end_to_end, turns, speed, load)
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 import time
@@ -280,12 +292,349 @@ def end_to_end() -> None:
             )
 
 
+# --- issue 12: turns before and after prompt reuse, tokens/s against bare llama-cpp-python, load --------
+
+TURN_RUNS = (*RUNS, ("order_status.pal", ["Hi! Where is my order 2718?"]))
+"""The three example programs and the demo, with the replies `make demo` and the tests give."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turn:
+    """One model request of a real run, as the runtime sent it."""
+
+    program: str
+    messages: list[dict[str, str]]
+    grammar: str | None
+    max_tokens: int
+    temperature: float
+    seed: int | None
+
+
+def _threads() -> int:
+    from runtime.local.cpu import choose_threads
+
+    fixed = LocalSettings.from_environment().n_threads
+    return fixed or choose_threads()
+
+
+def _record(name: str, replies: list[str]) -> list[Turn]:
+    """Run an example on the runtime with the bundled model and keep every request it made."""
+    import asyncio
+
+    from runtime.humans import ScriptedHuman
+    from runtime.loader import load
+    from runtime.models import resolve_model
+    from runtime.program_run import ProgramRun, RunLimits
+
+    model = resolve_model("local/smollm2")
+    recorded: list[Turn] = []
+
+    class Recording:
+        name = model.name
+
+        async def prepare(self) -> None:
+            await model.prepare()
+
+        def sends_grammar(self) -> bool:
+            return model.sends_grammar()
+
+        async def complete(self, request):  # type: ignore[no-untyped-def]
+            recorded.append(
+                Turn(
+                    program=name,
+                    messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                    grammar=request.grammar,
+                    max_tokens=request.max_tokens,
+                    temperature=request.temperature,
+                    seed=request.seed,
+                )
+            )
+            return await model.complete(request)
+
+    run = ProgramRun(
+        load(EXAMPLES / name),
+        model=Recording(),
+        human=ScriptedHuman(replies),
+        limits=RunLimits(seed=7, max_model_calls=12, max_retries=2),
+    )
+    result = asyncio.run(run.run())
+    print(f"  recorded {name}: {len(recorded)} turn(s), {result.status}: {result.reason}", flush=True)
+    return recorded
+
+
+def _bare(threads: int):  # type: ignore[no-untyped-def]
+    """Bare llama-cpp-python, loaded as the runtime loaded it before (n_batch 512)."""
+    from llama_cpp import Llama
+
+    from runtime.local.model import DEFAULT_SEED, find_bundled_model
+
+    return Llama(
+        model_path=str(find_bundled_model()),
+        n_ctx=4096,
+        n_threads=threads,
+        n_threads_batch=threads,
+        seed=DEFAULT_SEED,
+        verbose=False,
+    )
+
+
+def _bare_turn(llama, turn: Turn) -> tuple[str, int, float]:  # type: ignore[no-untyped-def]
+    """The runtime's turn before issue 12: reset, then create_chat_completion under the grammar."""
+    from llama_cpp import LlamaGrammar
+
+    from runtime.local.model import DEFAULT_SEED
+
+    started = time.perf_counter()
+    llama.reset()
+    result = llama.create_chat_completion(
+        messages=turn.messages,
+        max_tokens=turn.max_tokens,
+        temperature=turn.temperature,
+        seed=DEFAULT_SEED if turn.seed is None else turn.seed,
+        grammar=LlamaGrammar.from_string(turn.grammar, verbose=False) if turn.grammar else None,
+    )
+    seconds = time.perf_counter() - started
+    return result["choices"][0]["message"]["content"] or "", result["usage"]["prompt_tokens"], seconds
+
+
+def _stable_parts_first(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The prompt with the parts that change every turn (state, session log, new messages) moved after
+    the example turns, just before the task: what runtime.prompt would need for the reuse to cover the
+    examples too. A proposal measured here; the runtime does not order its prompt this way (yet)."""
+    changing = ("## State", "## Session log", "## New messages")
+    moved = []
+    for message in messages:
+        parts = re.split(r"\n\n(?=## )", message["content"]) if message["role"] == "user" else []
+        if not any(part.startswith(changing) for part in parts):
+            moved.append(message)
+            continue
+        task = [part for part in parts if part.startswith("## Your task")]
+        later = [part for part in parts if part.startswith(changing)]
+        first = [part for part in parts if part not in task and part not in later]
+        moved.append({**message, "content": "\n\n".join([*first, *later, *task])})
+    return moved
+
+
+def turns() -> None:
+    """Seconds and prompt tokens evaluated per turn: before (bare, from scratch), ours without and with
+    reuse, and ours with reuse on a prompt whose changing parts come last (a proposal for runtime.prompt)."""
+    from runtime.local.model import LocalEngine, find_bundled_model
+
+    threads = _threads()
+    recorded = {name: _record(name, replies) for name, replies in TURN_RUNS}
+    labels = {
+        "before": "before (bare)",
+        "fresh": "ours, no reuse",
+        "reuse": "ours, reuse",
+        "stable": "reuse, state last",
+    }
+    print(
+        f"same requests replayed, {threads} thread(s); per turn: wall seconds, CPU seconds of this process,"
+        " prompt tokens evaluated\n"
+        f"{'program':22}{'turns':>6}  "
+        + "  ".join(f"{label:>26}" for label in labels.values())
+        + f"  {'speed-up, wall and CPU: reuse / state last':>44}  same answers"
+    )
+    totals = {key: [0.0, 0.0, 0.0] for key in labels}
+    count = 0
+    for name, requests in recorded.items():
+        # A fresh process per program: nothing cached from another program's turns.
+        bare = _bare(threads)
+        engines = {
+            "fresh": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads, reuse_prompt=False)),
+            "reuse": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads)),
+            "stable": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads)),
+        }
+        figures = {key: [0.0, 0.0, 0.0] for key in labels}
+        same = 0
+        for turn in requests:
+            cpu = time.process_time()
+            text, prompt_tokens, seconds = _bare_turn(bare, turn)
+            figures["before"][0] += seconds
+            figures["before"][1] += time.process_time() - cpu
+            figures["before"][2] += prompt_tokens
+            answers = [text]
+            for key, local in engines.items():
+                cpu = time.process_time()
+                generation = local.generate(
+                    _stable_parts_first(turn.messages) if key == "stable" else turn.messages,
+                    max_tokens=turn.max_tokens,
+                    temperature=turn.temperature,
+                    seed=turn.seed,
+                    grammar=turn.grammar,
+                )
+                figures[key][0] += generation.seconds
+                figures[key][1] += time.process_time() - cpu
+                figures[key][2] += generation.evaluated_tokens
+                if key != "stable":  # another prompt: its answer may differ
+                    answers.append(generation.text)
+            same += len(set(answers)) == 1
+        count += len(requests)
+        for key in totals:
+            totals[key] = [total + part for total, part in zip(totals[key], figures[key], strict=True)]
+        _turn_row(name, len(requests), figures, f"{same}/{len(requests)}")
+        bare.close()
+    _turn_row("all turns", count, totals, "")
+
+
+def _turn_row(name: str, turns: int, figures: dict[str, list[float]], same: str) -> None:
+    n = max(turns, 1)
+    cells = "  ".join(
+        f"{figures[key][0] / n:6.1f} s {figures[key][1] / n:5.1f} cpu {figures[key][2] / n:5.0f} t"
+        for key in figures
+    )
+    before = figures["before"]
+    ratios = " / ".join(
+        f"{before[0] / max(figures[key][0], 1e-9):.2f}x, {before[1] / max(figures[key][1], 1e-9):.2f}x"
+        for key in ("reuse", "stable")
+    )
+    print(f"{name:22}{turns:>6}  {cells}  {ratios:>44}  {same}", flush=True)
+
+
+def _demo_turn() -> Turn:
+    """The demo's second turn (the user has answered): the longest prompt of the demo."""
+    return _record("order_status.pal", ["Hi! Where is my order 2718?"])[-1]
+
+
+def throughput(repeats: int = 5) -> None:
+    """Our prompt and answer tokens/s against bare llama-cpp-python: same prompt, grammar, threads, greedy.
+
+    Each side answers the demo turn from scratch twice, once stopped after the first token (the prompt)
+    and once in full; the answer's rate is what the full call adds. Rates are given per wall second and
+    per CPU second of this process: on a shared machine the wall clock moves with the other jobs, the
+    CPU time much less."""
+    from llama_cpp import LlamaGrammar
+
+    from runtime.local.model import DEFAULT_SEED, LocalEngine, find_bundled_model
+
+    threads = _threads()
+    turn = _demo_turn()
+    bare = _bare(threads)
+    ours = LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads, reuse_prompt=False))
+    prompt = _bare_prompt_tokens(bare, turn.messages)
+
+    def timed(call):  # type: ignore[no-untyped-def]
+        wall, cpu = time.perf_counter(), time.process_time()
+        written = call()
+        return written, time.perf_counter() - wall, time.process_time() - cpu
+
+    def ours_call(grammar: str | None, limit: int):  # type: ignore[no-untyped-def]
+        return lambda: (
+            ours.generate(
+                turn.messages, max_tokens=limit, temperature=0.0, seed=DEFAULT_SEED, grammar=grammar
+            ).completion_tokens
+        )
+
+    def bare_call(grammar: str | None, limit: int):  # type: ignore[no-untyped-def]
+        def call() -> int:
+            bare.reset()
+            result = bare.create_completion(
+                prompt=prompt,
+                max_tokens=limit,
+                temperature=0.0,
+                seed=DEFAULT_SEED,
+                grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
+            )
+            return int(result["usage"]["completion_tokens"])
+
+        return call
+
+    rates: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(repeats):
+        for grammar in (turn.grammar, None):
+            label = " (grammar)" if grammar else ""
+            for side, make in (("ours", ours_call), ("bare", bare_call)):
+                _, first_wall, first_cpu = timed(make(grammar, 1))
+                written, wall, cpu = timed(make(grammar, 160))
+                if not grammar:
+                    rates.setdefault(f"{side} prompt", []).append(
+                        (len(prompt) / first_wall, len(prompt) / first_cpu)
+                    )
+                rates.setdefault(f"{side} answer{label}", []).append(
+                    ((written - 1) / (wall - first_wall), (written - 1) / max(cpu - first_cpu, 1e-9))
+                )
+    bare.close()
+    print(f"demo turn: {len(prompt)} prompt tokens, {threads} thread(s), greedy, median of {repeats}")
+    for what in ("prompt", "answer (grammar)", "answer"):
+        ours_wall = statistics.median(rate[0] for rate in rates[f"ours {what}"])
+        ours_cpu = statistics.median(rate[1] for rate in rates[f"ours {what}"])
+        bare_wall = statistics.median(rate[0] for rate in rates[f"bare {what}"])
+        bare_cpu = statistics.median(rate[1] for rate in rates[f"bare {what}"])
+        print(
+            f"  {what:17} per wall second: ours {ours_wall:6.1f} tok/s, bare llama-cpp-python {bare_wall:6.1f}"
+            f" ({ours_wall / bare_wall:.2f}x); per CPU second: ours {ours_cpu:6.1f}, bare {bare_cpu:6.1f}"
+            f" ({ours_cpu / bare_cpu:.2f}x)"
+        )
+
+
+def _bare_prompt_tokens(llama, messages: list[dict[str, str]]) -> list[int]:  # type: ignore[no-untyped-def]
+    """The prompt tokens llama-cpp-python's chat handler makes of `messages` (the GGUF's own template)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    formatted = Jinja2ChatFormatter(
+        template=llama.metadata["tokenizer.chat_template"], eos_token="", bos_token=""
+    )(messages=messages)
+    return llama.tokenize(formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True)
+
+
+def load_comparison(repeats: int = 3) -> None:
+    """A full turn (prompt from scratch and answer) while another process keeps one core busy."""
+    import subprocess
+
+    from runtime.local.cpu import measure_busy, threads_for, usable_cpus
+    from runtime.local.model import LocalEngine, find_bundled_model
+
+    turn = _demo_turn()
+    engines = {
+        count: LocalEngine(find_bundled_model(), LocalSettings(n_threads=count, reuse_prompt=False))
+        for count in (1, 2)
+    }
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        busy = measure_busy(0.5)
+        chosen = threads_for(usable_cpus(), busy)
+        seconds: dict[int, list[float]] = {1: [], 2: []}
+        for _ in range(repeats):
+            for count, local in engines.items():
+                generation = local.generate(
+                    turn.messages,
+                    max_tokens=turn.max_tokens,
+                    temperature=turn.temperature,
+                    seed=turn.seed,
+                    grammar=turn.grammar,
+                )
+                seconds[count].append(generation.seconds)
+    finally:
+        burner.kill()
+        burner.wait()
+    one, two = statistics.median(seconds[1]), statistics.median(seconds[2])
+    print(
+        f"one core kept busy by another process; {usable_cpus()} core(s); others measured busy {busy:.2f} cores\n"
+        f"  demo turn: 1 thread {one:.1f} s, 2 threads {two:.1f} s (median of {repeats}): "
+        f"2 threads take {two / one:.2f}x the time of 1; the engine chooses {chosen} thread(s)"
+    )
+
+
 def main() -> None:
-    seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    grammar_sizes()
-    speed()
-    compliance(seeds)
-    end_to_end()
+    arguments = [argument for argument in sys.argv[1:] if not argument.startswith("--only")]
+    only = next(
+        (argument.split("=", 1)[1] for argument in sys.argv[1:] if argument.startswith("--only=")), ""
+    )
+    wanted = set(only.split(",")) if only else None
+    seeds = int(arguments[0]) if arguments else 5
+    sections = (
+        ("sizes", grammar_sizes),
+        ("speed1", speed),
+        ("compliance", lambda: compliance(seeds)),
+        ("end_to_end", end_to_end),
+        ("turns", turns),
+        ("speed", throughput),
+        ("load", load_comparison),
+    )
+    for name, section in sections:
+        if wanted is None or name in wanted:
+            print(f"--- {name}", flush=True)
+            section()
 
 
 if __name__ == "__main__":

@@ -64,9 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--timeout",
         type=seconds,
-        default=120.0,
+        default=None,
         metavar="SECONDS",
-        help="seconds one model call may take (default: 120)",
+        help="wall-clock limit per model call (default: none; an answer's budget is in tokens)",
     )
     serve.add_argument(
         "--store",

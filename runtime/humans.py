@@ -22,15 +22,23 @@ class HumanInput(Protocol):
 
 
 class ScriptedHuman:
-    """Replies from a fixed list, in order; None once they run out."""
+    """Replies from a fixed list, in order; None once they run out. With `echo`, each reply is shown
+    there the way a user typing it on the console would see it."""
 
-    def __init__(self, messages: Iterable[str]) -> None:
+    def __init__(self, messages: Iterable[str], *, echo: IO[str] | None = None) -> None:
         self._messages = list(messages)
+        self._echo = echo
         self.asked = 0
 
     async def read(self, agent_name: str) -> str | None:
         self.asked += 1
-        return self._messages.pop(0) if self._messages else None
+        if not self._messages:
+            return None
+        message = self._messages.pop(0)
+        if self._echo is not None:
+            self._echo.write(f"\n[you -> {agent_name}] {message}\n")
+            self._echo.flush()
+        return message
 
     @property
     def remaining(self) -> int:

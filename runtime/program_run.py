@@ -57,10 +57,11 @@ class RunLimits:
     """Model calls allowed in the whole run (None: no limit)."""
     max_retries: int = 2
     """Re-asks after a rejected answer before the playbook fails (N in the issue)."""
-    model_timeout: float | None = 120.0
-    """Seconds one model call may take."""
+    model_timeout: float | None = None
+    """Seconds one model call may take; None (the default): no wall-clock limit, so a slow or busy
+    machine cannot fail a run. A call's budget is `max_answer_tokens`."""
     max_answer_tokens: int = 1024
-    """Token cap of one answer."""
+    """Token cap of one answer: the per-call budget, the same on any machine."""
     temperature: float = 0.0
     """Sampling temperature."""
     seed: int | None = None

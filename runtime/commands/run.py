@@ -6,12 +6,14 @@ import argparse
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from pal_core.errors import PalError
 from runtime.commands.budgets import add_budget_arguments, budget_limits
 from runtime.commands.options import count, seconds
+from runtime.console_progress import closing_line
 
 
 def _add_run(parser: argparse.ArgumentParser) -> None:
@@ -67,9 +69,10 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout",
         type=seconds,
-        default=120.0,
+        default=None,
         metavar="SECONDS",
-        help="seconds one model call may take (default: 120)",
+        help="wall-clock limit per model call (default: none; an answer's budget is in tokens, so a busy "
+        "machine makes a run slower, never a failure)",
     )
     parser.add_argument("--seed", type=int, default=None, help="sampling seed for models that take one")
     parser.add_argument("--quiet", "-q", action="store_true", help="print only what agents say")
@@ -85,8 +88,10 @@ def run_command(args: argparse.Namespace) -> int:
 
 async def _run(args: argparse.Namespace) -> int:
     from pal_core.messaging import TerminalStreamObserver
+    from runtime.console_progress import ProgressLine
     from runtime.humans import ChainedHuman, ConsoleHuman, ScriptedHuman
     from runtime.loader import load_valid
+    from runtime.models.progress import listening_to_progress
     from runtime.program_run import RunLimits
     from runtime.session import opened_store
     from runtime.trace import Tracer
@@ -115,9 +120,10 @@ async def _run(args: argparse.Namespace) -> int:
         return 2
     # Re-running the same command on a thread gives only the messages its log does not hold yet.
     messages = await _messages_to_give(store, args)
-    scripted = ScriptedHuman(messages)
     # With --input, standard output carries only the result: the conversation goes to standard error.
     speech = sys.stderr if calling else None
+    # A scripted reply is shown like a typed one, so a non-interactive transcript reads as the conversation.
+    scripted = ScriptedHuman(messages, echo=None if args.quiet else (speech or sys.stdout))
     human = scripted if args.no_input else ChainedHuman(scripted, ConsoleHuman(prompt_stream=speech))
     tracer = Tracer(args.trace) if args.trace else None
     options = {
@@ -129,11 +135,14 @@ async def _run(args: argparse.Namespace) -> int:
         "tracer": tracer,
         "observers": (TerminalStreamObserver(speech),),
     }
+    # While a model works, one status line on standard error says how far it is (the bundled model reports it).
+    progress = None if args.quiet else ProgressLine(sys.stderr)
     try:
-        if call is not None:
-            status = await _call_entry(program, call, args, options)
-        else:
-            status = await _run_program(program, args, options)
+        with listening_to_progress(progress):
+            if call is not None:
+                status = await _call_entry(program, call, args, options)
+            else:
+                status = await _run_program(program, args, options)
     finally:
         await store.close()
     if scripted.remaining:
@@ -181,6 +190,7 @@ async def _call_entry(
     from runtime.session import CallSession
 
     qualified, arguments = call
+    started = time.monotonic()
     try:
         session = await CallSession.open(program, **options)
     except PalError as error:
@@ -199,7 +209,9 @@ async def _call_entry(
             return 1
     print(json.dumps(json_value(outcome.value), ensure_ascii=False, allow_nan=False))
     if not args.quiet:
-        print(f"[done; {session.live_model_calls} model call(s)]", file=sys.stderr)
+        seconds_taken = time.monotonic() - started
+        closing = closing_line("exit", f"{qualified} returned", session.live_model_calls, seconds_taken)
+        print(closing, file=sys.stderr)
     _thread_line(session.thread_id, waiting=False, quiet=args.quiet)
     return 0
 
@@ -212,22 +224,25 @@ async def _run_program(program: Any, args: argparse.Namespace, options: dict[str
     except PalError as error:
         print(_message(error), file=sys.stderr)
         return 2
+    started = time.monotonic()
     async with session:
         result = await session.run()
     print()
+    # The last line says plainly whether the program finished, stopped or failed (never a bare "idle").
+    closing = closing_line(result.status, result.reason, result.model_calls, time.monotonic() - started)
     if result.status == "error":
-        # The error once, with the count: the status line and the message said the same thing twice.
+        # The error once, then the closing line: they used to say the same thing twice.
         print(_message(result.error) if result.error else f"error: {result.reason}", file=sys.stderr)
         if not args.quiet:
-            print(f"[failed; {result.model_calls} model call(s)]", file=sys.stderr)
+            print(closing, file=sys.stderr)
         _thread_line(session.thread_id, waiting=False, quiet=args.quiet)
         return 1
     if result.status == "needs_input":
-        print(f"[stopped: {result.reason}; {result.model_calls} model call(s)]", file=sys.stderr)
+        print(closing, file=sys.stderr)
         _thread_line(session.thread_id, waiting=True, quiet=args.quiet)
         return 3
     if not args.quiet:
-        print(f"[done; {result.model_calls} model call(s)]", file=sys.stderr)
+        print(closing, file=sys.stderr)
     _thread_line(session.thread_id, waiting=False, quiet=args.quiet)
     return 0
 

@@ -6,9 +6,18 @@ The GGUF file is found with `importlib.util.find_spec` without importing `llm_sm
 `__init__` registers an `llm` CLI plugin and loads llama.cpp: nothing the runtime needs).
 The model is loaded on the first call and kept for the process; calls run one at a time (a llama.cpp
 context is not thread-safe) in a worker thread, so the event loop keeps running meanwhile. Every
-grammar is loaded by llama.cpp's own parser before sampling (see llama_grammar), a request without
-a seed gets a fixed one, and every prompt is evaluated from scratch: the same request gives the same
-answer in every process, whatever was asked before.
+grammar is loaded by llama.cpp's own parser before sampling (see llama_grammar), and a request without
+a seed gets a fixed one.
+
+Prompt reuse without losing determinism: a prompt is always evaluated in the same fixed chunks of
+`chunk_tokens` tokens counted from its first token (the last chunk holds the rest), whether or not a
+cache is used. A chunk's result depends only on its tokens and on the chunks before it, so the chunks
+a new prompt shares with the previous call's prompt, whole, are taken from llama.cpp's KV cache and
+the others are evaluated exactly as they would be from scratch: the same request gives the same answer
+in every process, whatever was asked before (tests/runtime/local/test_engine.py compares the answers).
+Consecutive turns of a playbook share the system prompt and the program, most of the prompt.
+
+The CPU threads are chosen before each call from the machine's current load (runtime.local.cpu).
 """
 
 from __future__ import annotations
@@ -18,15 +27,19 @@ import importlib.util
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.local.cpu import choose_threads
 from runtime.local.gbnf_check import GbnfError, parse_gbnf
 from runtime.local.llama_grammar import INSTALL_HINT, check_grammar, import_llama_cpp, vocabulary
+from runtime.local.sampling import Sampling, write_answer
 from runtime.models.base import ModelError, ModelNotAvailable
 from runtime.models.litellm_model import LiteLLMModel, register_litellm_provider, request_grammar
+from runtime.models.progress import ModelProgress, ProgressListener, progress_listener
 from runtime.models.registry import ModelSpecError, register_model_prefix
 
 PROVIDER = "local"
@@ -39,7 +52,7 @@ DEFAULT_SEED = 1234
 """The seed of requests that give none."""
 
 THREADS_ENV = "PAL_LOCAL_THREADS"
-"""Overrides the CPU threads the local model uses (default 2)."""
+"""Fixes the CPU threads the local model uses (default: chosen per call from the machine's load)."""
 
 CONTEXT_ENV = "PAL_LOCAL_CONTEXT"
 """Overrides the local model's context window in tokens (default 4096)."""
@@ -65,14 +78,23 @@ BUNDLED: Mapping[str, BundledModel] = {
 """Model names after `local/` and where their files are."""
 
 
+CHUNK_TOKENS = 64
+"""Tokens per prompt chunk: small enough that little of a shared prefix is evaluated again, large
+enough that evaluating in chunks costs no speed (docs/local-model.md has the measurements)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LocalSettings:
     """How the local model runs."""
 
-    n_threads: int = 2
-    """CPU threads for generation."""
+    n_threads: int | None = None
+    """CPU threads; None: chosen before each call from the cores free at that moment."""
     n_ctx: int = 4096
     """Context window in tokens (prompt and answer)."""
+    reuse_prompt: bool = True
+    """Take the chunks a prompt shares with the previous call's prompt from the cache (same answers)."""
+    chunk_tokens: int = CHUNK_TOKENS
+    """Tokens per prompt chunk (see the module docstring)."""
 
     @classmethod
     def from_environment(cls) -> LocalSettings:
@@ -80,15 +102,17 @@ class LocalSettings:
         values: dict[str, int] = {}
         for name, variable in (("n_threads", THREADS_ENV), ("n_ctx", CONTEXT_ENV)):
             text = os.environ.get(variable, "").strip()
-            if text:
+            if text and not (name == "n_threads" and text == "auto"):
                 if not text.isdigit() or int(text) < 1:
                     raise ModelSpecError(f"{variable} must be a positive whole number, not {text!r}")
                 values[name] = int(text)
         return cls(**values)
 
     def __post_init__(self) -> None:
-        for name in ("n_threads", "n_ctx"):
+        for name in ("n_threads", "n_ctx", "chunk_tokens"):
             value = getattr(self, name)
+            if name == "n_threads" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"LocalSettings.{name} must be a positive integer, not {value!r}")
 
@@ -144,7 +168,20 @@ class Generation:
     completion_tokens: int
     """Tokens generated."""
     seconds: float
-    """Wall time of the call."""
+    """Wall time of the call (prompt and answer; not the wait for an earlier call to finish)."""
+    reused_tokens: int = 0
+    """Prompt tokens taken from the previous call's cache."""
+    prompt_seconds: float = 0.0
+    """Of `seconds`, the time spent evaluating the prompt."""
+    threads: int = 0
+    """CPU threads the call ran on."""
+    grammar_refusals: int = 0
+    """Tokens the grammar refused after they were sampled (each one sampled again under the grammar)."""
+
+    @property
+    def evaluated_tokens(self) -> int:
+        """Prompt tokens this call evaluated."""
+        return self.prompt_tokens - self.reused_tokens
 
 
 _GRAMMAR_SHOWN = 4000
@@ -154,31 +191,55 @@ _GRAMMAR_SHOWN = 4000
 class LocalEngine:
     """One GGUF model loaded by llama-cpp-python; answers one request at a time."""
 
-    def __init__(self, path: Path, settings: LocalSettings = LocalSettings()) -> None:
+    def __init__(self, path: Path, settings: LocalSettings = LocalSettings(), *, name: str = "") -> None:
         self.path = path
         self.settings = settings
+        self.name = name or f"{PROVIDER}/{path.name}"
+        """The model string progress reports name (`local/smollm2`)."""
         self._lock = threading.Lock()
         self._llama: Any = None
+        self._formatter: Any = None
+        self._threads = 0
+        self._chunked: list[int] = []
+        """The previous prompt's whole chunks, as held in the KV cache."""
         self.load_seconds: float | None = None
         """How long loading took (None until loaded)."""
+        self.generations: deque[Generation] = deque(maxlen=1000)
+        """The latest answers, oldest first (benchmarks and tests read their figures)."""
 
     def _loaded(self) -> Any:
         if self._llama is None:
             import_llama_cpp()
             from llama_cpp import Llama
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
             started = time.perf_counter()
+            threads = self.settings.n_threads or choose_threads()
             try:
-                self._llama = Llama(
+                llama = Llama(
                     model_path=str(self.path),
                     n_ctx=self.settings.n_ctx,
-                    n_threads=self.settings.n_threads,
-                    n_threads_batch=self.settings.n_threads,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_batch=self.settings.chunk_tokens,  # one decode per chunk
                     seed=DEFAULT_SEED,
                     verbose=False,
                 )
             except (ValueError, RuntimeError, OSError) as exc:
                 raise ModelNotAvailable(f"llama.cpp cannot load {self.path}: {exc}") from exc
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ModelNotAvailable(f"{self.path.name} has no chat template (tokenizer.chat_template)")
+            eos = llama.token_eos()
+            bos = llama.token_bos()
+            # The same formatter llama-cpp-python builds from the GGUF's template for create_chat_completion.
+            self._formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
+                stop_token_ids=[eos],
+            )
+            self._llama, self._threads = llama, threads
             self.load_seconds = time.perf_counter() - started
         return self._llama
 
@@ -191,13 +252,11 @@ class LocalEngine:
         seed: int | None = None,
         stop: Sequence[str] = (),
         grammar: str | None = None,
+        progress: ProgressListener | None = None,
     ) -> Generation:
-        """Answer chat `messages`, under `grammar` (GBNF) when given."""
-        from llama_cpp import LlamaGrammar
-
+        """Answer chat `messages`, under `grammar` (GBNF) when given; `progress` hears how far it is."""
         with self._lock:
             llama = self._loaded()
-            constraint = None
             if grammar is not None:
                 try:
                     # Our reader first for a precise message; then llama.cpp's own parser, whose refusal
@@ -207,33 +266,126 @@ class LocalEngine:
                 except GbnfError as exc:
                     shown = grammar if len(grammar) <= _GRAMMAR_SHOWN else grammar[:_GRAMMAR_SHOWN] + "\n..."
                     raise LocalGrammarError(f"{exc}\n--- grammar ---\n{shown}") from exc
-                constraint = LlamaGrammar.from_string(grammar, verbose=False)
-            started = time.perf_counter()
-            # Reusing the cached prompt prefix of the previous call changes how the prompt is batched and
-            # with it the last bits of the logits: the answer would depend on what was asked before.
-            llama.reset()
-            try:
-                result = llama.create_chat_completion(
-                    messages=[
-                        {"role": message["role"], "content": message["content"]} for message in messages
-                    ],
-                    max_tokens=max_tokens,
-                    temperature=temperature,
-                    seed=DEFAULT_SEED if seed is None else seed,
-                    stop=list(stop) or None,
-                    grammar=constraint,
+            formatted = self._formatter(
+                messages=[{"role": message["role"], "content": message["content"]} for message in messages]
+            )
+            tokens = llama.tokenize(
+                formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
+            )
+            if len(tokens) >= self.settings.n_ctx:
+                raise ModelError(
+                    f"{PROVIDER} model {self.path.name}: the prompt has {len(tokens)} tokens, more than the "
+                    f"context window of {self.settings.n_ctx} ({CONTEXT_ENV} sets it)"
                 )
-            except ValueError as exc:  # llama-cpp-python: prompt longer than the context, ...
-                raise ModelError(f"{PROVIDER} model {self.path.name}: {exc}") from exc
-            seconds = time.perf_counter() - started
-        text = result["choices"][0]["message"]["content"] or ""
-        usage = result.get("usage") or {}
-        return Generation(
-            text=text,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            seconds=seconds,
-        )
+            threads = self._use_threads(llama)
+            started = time.perf_counter()
+            report = _Reporter(progress, self.name, len(tokens), threads, started)
+            reused = self._evaluate_prompt(llama, tokens, report)
+            prompt_seconds = time.perf_counter() - started
+            answer = write_answer(
+                llama,
+                tokens,
+                sampling=Sampling(temperature=temperature, seed=DEFAULT_SEED if seed is None else seed),
+                max_tokens=max_tokens,
+                grammar=grammar,
+                stop=stop,
+                on_token=report.answer_token,
+            )
+            generation = Generation(
+                text=answer.text,
+                prompt_tokens=len(tokens),
+                completion_tokens=answer.tokens,
+                seconds=time.perf_counter() - started,
+                reused_tokens=reused,
+                prompt_seconds=prompt_seconds,
+                threads=threads,
+                grammar_refusals=answer.refusals,
+            )
+            self.generations.append(generation)
+            report.finish(generation)
+            return generation
+
+    def _use_threads(self, llama: Any) -> int:
+        """Set the threads for this call: the configured number, or what the machine's load allows now."""
+        import llama_cpp
+
+        threads = self.settings.n_threads or choose_threads()
+        if threads != self._threads:
+            llama_cpp.llama_set_n_threads(llama.ctx, threads, threads)
+            self._threads = threads
+        return threads
+
+    def _evaluate_prompt(self, llama: Any, tokens: list[int], report: _Reporter) -> int:
+        """Evaluate `tokens` in fixed chunks, starting after the whole chunks the previous prompt shares
+        with it; returns how many tokens were reused. The last chunk is always evaluated (its logits give
+        the first answer token), so at most the whole chunks before the last token are reused."""
+        import llama_cpp
+
+        size = self.settings.chunk_tokens
+        reused = 0
+        if self.settings.reuse_prompt:
+            shared = 0
+            for old, new in zip(self._chunked, tokens, strict=False):
+                if old != new:
+                    break
+                shared += 1
+            reused = min(shared // size, (len(tokens) - 1) // size) * size
+            # Models whose memory cannot be cut at a position (recurrent ones) start from scratch.
+            memory = llama_cpp.llama_get_memory(llama.ctx)
+            if reused and not llama_cpp.llama_memory_seq_rm(memory, 0, reused, -1):
+                reused = 0
+        if not reused:
+            llama.reset()
+        llama.n_tokens = reused
+        report.reused = reused
+        for start in range(reused, len(tokens), size):
+            llama.eval(tokens[start : start + size])
+            report.prompt_chunk(llama.n_tokens - reused)
+        self._chunked = tokens[: len(tokens) // size * size]
+        return reused
+
+
+class _Reporter:
+    """Tells a progress listener how far a call is: after each prompt chunk and each answer token."""
+
+    def __init__(
+        self, listener: ProgressListener | None, model: str, prompt_tokens: int, threads: int, started: float
+    ) -> None:
+        self.listener = listener
+        self.model = model
+        self.prompt_tokens = prompt_tokens
+        self.threads = threads
+        self.started = started
+        self.reused = 0
+        self.evaluated = 0
+        self.answer_tokens = 0
+
+    def _send(self, *, done: bool = False) -> None:
+        if self.listener is not None:
+            self.listener(
+                ModelProgress(
+                    model=self.model,
+                    prompt_tokens=self.prompt_tokens,
+                    reused_tokens=self.reused,
+                    evaluated_tokens=self.evaluated,
+                    answer_tokens=self.answer_tokens,
+                    seconds=time.perf_counter() - self.started,
+                    threads=self.threads,
+                    done=done,
+                )
+            )
+
+    def prompt_chunk(self, evaluated: int) -> None:
+        self.evaluated = evaluated
+        self._send()
+
+    def answer_token(self, written: int) -> None:
+        self.answer_tokens = written
+        self._send()
+
+    def finish(self, generation: Generation) -> None:
+        self.answer_tokens = generation.completion_tokens
+        self._send(done=True)
 
 
 _engines: dict[tuple[Path, LocalSettings], LocalEngine] = {}
@@ -247,7 +399,7 @@ def engine(name: str, settings: LocalSettings = LocalSettings()) -> LocalEngine:
         key = (path, settings)
         found = _engines.get(key)
         if found is None:
-            found = LocalEngine(path, settings)
+            found = LocalEngine(path, settings, name=f"{PROVIDER}/{name}")
             _engines[key] = found
         return found
 
@@ -278,6 +430,7 @@ def _handler() -> Any:
                 seed=optional_params.get("seed"),
                 stop=[stop] if isinstance(stop, str) else list(stop),
                 grammar=request_grammar(optional_params) or optional_params.get("grammar"),
+                progress=progress_listener(),
             )
             model_response.choices[0].message.content = generation.text
             model_response.model = f"{PROVIDER}/{model}"

@@ -125,6 +125,10 @@ def test_run_with_a_scripted_model_messages_and_a_trace(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "Order number?" in result.stdout and "It has shipped." in result.stdout
+    assert "\n[you -> CustomerSupport] 12345678\n" in result.stdout  # a scripted reply shows like a typed one
+    closing = [line for line in result.stderr.splitlines() if line.startswith("[finished: ")]
+    assert len(closing) == 1, result.stderr
+    assert closing[0].startswith("[finished: nothing left to do (") and "; 2 model calls, " in closing[0]
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     steps = [(event["line"], event["opcode"]) for event in events if event["event"] == "step"]
     assert steps == [("01", "QUE"), ("02", "YLD"), ("03", "CND"), ("04", "QUE"), ("05", "QUE"), ("06", "RET")]

@@ -180,7 +180,7 @@ CASES = {
         args=("run", "model.pal", "--model", "foo", "--no-input"),
         code=2,
         err=("model 'foo': litellm knows no provider for it", "openai/gpt-4o-mini", "scripted:answers.jsonl"),
-        absent=("model call(s)", "BadRequestError"),
+        absent=("model call", "BadRequestError"),
     ),
     "a missing API key is reported as such": Case(
         args=("run", "model.pal", "--model", "openai/gpt-4o-mini", "--no-input"),
@@ -192,7 +192,7 @@ CASES = {
     "a failed run prints its error once": Case(
         args=("run", "raises.pal", "--model", NO_MODEL, "--no-input"),
         code=1,
-        err=("[failed; 0 model call(s)]",),
+        err=("[failed; 0 model calls, ",),
         once="the fuse was lit",
     ),
     "unread --message values are reported": Case(
@@ -204,7 +204,7 @@ CASES = {
         args=("run", "fast.pal", "--model", NO_MODEL, "--no-input"),
         code=0,
         out=("Hello!",),
-        err=("[done; 0 model call(s)]",),
+        err=("[finished: ", "; 0 model calls, "),
         absent=("idle",),
     ),
     "a missing program file is named": Case(

@@ -6,6 +6,9 @@ judged (it is weak); that the runtime and the grammar keep it on legal paths is.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import anyio
 import pytest
 
@@ -17,6 +20,7 @@ from pal_core.compiler import compile_markdown
 from pal_core.ir import Program
 from pal_core.parser import parse
 from runtime.humans import ScriptedHuman
+from runtime.loader import load
 from runtime.local.model import DEFAULT_MODEL
 from runtime.models import resolve_model
 from runtime.program_run import ProgramRun, RunLimits, RunResult
@@ -124,3 +128,33 @@ async def test_ask_then_call_with_the_reply_in_one_answer() -> None:
     variables = next(iter(result.variables.values()))
     assert variables.get("city") == "Lisbon", _trace(tracer)
     assert variables.get("forecast") == "sunny, 24 C", _trace(tracer)
+
+
+DEMO = EXAMPLES / "order_status.pal"
+DEMO_MESSAGE = "Hi! Where is my order 2718?"  # what `make demo` says
+TRUTH = {
+    "2718": "Order 2718 (two ceramic mugs) is out for delivery, as of 5 March 2026.",
+    "3141": "Order 3141 (a wool scarf) is delivered, as of 27 February 2026.",
+}
+
+
+async def test_the_demo_tells_the_true_status_of_the_order_the_user_named() -> None:
+    result, tracer = await run_locally(load(DEMO), ["My order number is 3141."])
+    assert _violations(tracer) == [], _trace(tracer)
+    assert result.status == "exit", f"{result.reason}\n{_trace(tracer)}"
+    assert result.messages_to_user[-1] == TRUTH["3141"], _trace(tracer)
+
+
+def test_make_demo_shows_the_true_result_and_a_finished_line() -> None:
+    """`make demo` exactly: the CLI on the bundled model, the user's message given on the command line."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "runtime.cli", "run", str(DEMO), "--no-input", "--message", DEMO_MESSAGE],
+        capture_output=True,
+        text=True,
+        timeout=3600,  # only against a hang; a busy 2-core machine takes minutes
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"OrderDesk: {TRUTH['2718']}" in shown.stdout, shown.stdout
+    closing = [line for line in shown.stderr.splitlines() if line.startswith("[finished: ")]
+    assert closing and closing[0].startswith("[finished: Main yielded exit; 2 model calls, "), shown.stderr

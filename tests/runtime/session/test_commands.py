@@ -70,7 +70,11 @@ def test_threads_history_fork_and_resume(tmp_path: Path) -> None:
     # The original goes on; then the fork, from entry 7, to the same end. What the user saw before is not
     # shown again, but what came after the last entry of the log is: the fork ends at the turn that asks
     # to confirm, so its question is asked again.
-    expected = {"o1": ["Shop: Thank you!"], "o2": ["Shop: Tea is 3. Confirm?", "Shop: Thank you!"]}
+    # The fork reads the reply as the answer to its question, shown as a typed one would be.
+    expected = {
+        "o1": ["Shop: Thank you!"],
+        "o2": ["Shop: Tea is 3. Confirm?", "[you -> Shop] yes", "Shop: Thank you!"],
+    }
     for thread, shown in expected.items():
         resume = ["resume", thread, "--store", store, "--message", "yes", "--no-input", *model[:2]]
         done = pal(tmp_path, *resume, env=env)
