@@ -2,8 +2,8 @@
 passes the verifier with instructions only, with example turns, and with example turns plus the
 turn grammar.
 
-Every turn is a real generation by SmolLM2-135M (llama-cpp-python, 2 threads unless PAL_LOCAL_THREADS
-says otherwise), checked by the real `parse_answer` and `verify`. The prompt is the runtime's system
+Every turn is a real generation by SmolLM2-135M (llama-cpp-python, threads chosen for the free cores unless
+PAL_LOCAL_THREADS says), checked by the real `parse_answer` and `verify`. The prompt is the runtime's system
 prompt (runtime.prompt.SYSTEM) and a user message with the playbook, the example turns (when used)
 and the task line, as the runtime writes them. Seeds are fixed, so a rerun on the same machine gives
 the same answers; only the timings move with the machine's load.
@@ -26,7 +26,6 @@ Run: python benchmarks/bench_local_model.py [seeds per case, default 5] [--only 
 
 from __future__ import annotations
 
-import re
 import statistics
 import sys
 import time
@@ -34,17 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pal_core.contract import ContractSyntaxError, parse_answer
-from pal_core.contract.verify import ContractViolation, TurnContext, verify
+from pal_core.contract.verify import ContractViolation, verify
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import PlaybookKind, Program
 from pal_core.parser import parse
 from pal_core.writer import write_playbook
-from runtime.execution import BUILTIN_NAMES
 from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.gbnf_check import parse_gbnf
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.model import LocalSettings, engine
-from runtime.local.turns import GrammarError, TurnSpec
+from runtime.local.turns import GrammarError, local_context
 from runtime.prompt import SYSTEM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +108,7 @@ def _messages(case: Case, program: Program, examples: bool) -> list[dict[str, st
             "## State\n" + "\n".join(f"- ${name} = {value!r}" for name, value in case.variables.items())
         )
     if examples:
-        turns = build_example_turns(program, case.agent, case.playbook, variables=case.variables)
+        turns = build_example_turns(_context(case, program))
         parts.append(
             "## Example answers (format only; use the real lines of the program)\n" + render_examples(turns)
         )
@@ -121,19 +119,14 @@ def _messages(case: Case, program: Program, examples: bool) -> list[dict[str, st
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
+def _context(case: Case, program: Program):  # type: ignore[no-untyped-def]
+    """The turn as the runtime describes it (the one description the grammar, examples and verifier read)."""
+    return local_context(program, case.agent, case.playbook, current_line=case.line, variables=case.variables)
+
+
 def _verifies(case: Case, program: Program, text: str) -> bool:
-    agent = program.agent(case.agent)
-    playbook = agent.playbook(case.playbook)  # type: ignore[union-attr]
-    context = TurnContext(
-        playbook=playbook,  # type: ignore[arg-type]
-        flow=PlaybookFlow(playbook),  # type: ignore[arg-type]
-        current_line=case.line,
-        variables={name: None for name in case.variables},
-        is_callable=lambda name: name in BUILTIN_NAMES or agent.playbook(name) is not None,  # type: ignore[union-attr]
-        triggers=frozenset(f"{p.name}:{t.id}:{t.code}" for p in agent.playbooks for t in p.triggers),  # type: ignore[union-attr]
-    )
     try:
-        verify(parse_answer(text), context)
+        verify(parse_answer(text), _context(case, program))
     except (ContractSyntaxError, ContractViolation):
         return False
     return True
@@ -173,9 +166,7 @@ def grammar_sizes() -> None:
                     started = time.perf_counter()
                     try:
                         built = build_turn_grammar(
-                            TurnSpec(
-                                program=program, agent=agent.name, playbook=playbook.name, current_line=line
-                            )
+                            local_context(program, agent.name, playbook.name, current_line=line)
                         )
                     except GrammarError:
                         continue
@@ -205,14 +196,7 @@ def compliance(seeds: int) -> None:
             program = _program(case.path)
             grammar = None
             if constrained:
-                spec = TurnSpec(
-                    program=program,
-                    agent=case.agent,
-                    playbook=case.playbook,
-                    current_line=case.line,
-                    variables=case.variables,
-                )
-                grammar = build_turn_grammar(spec).text
+                grammar = build_turn_grammar(_context(case, program)).text
             messages = _messages(case, program, examples)
             for seed in range(seeds):
                 answer = local.generate(
@@ -397,27 +381,10 @@ def _bare_turn(llama, turn: Turn) -> tuple[str, int, float]:  # type: ignore[no-
     return result["choices"][0]["message"]["content"] or "", result["usage"]["prompt_tokens"], seconds
 
 
-def _stable_parts_first(messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    """The prompt with the parts that change every turn (state, session log, new messages) moved after
-    the example turns, just before the task: what runtime.prompt would need for the reuse to cover the
-    examples too. A proposal measured here; the runtime does not order its prompt this way (yet)."""
-    changing = ("## State", "## Session log", "## New messages")
-    moved = []
-    for message in messages:
-        parts = re.split(r"\n\n(?=## )", message["content"]) if message["role"] == "user" else []
-        if not any(part.startswith(changing) for part in parts):
-            moved.append(message)
-            continue
-        task = [part for part in parts if part.startswith("## Your task")]
-        later = [part for part in parts if part.startswith(changing)]
-        first = [part for part in parts if part not in task and part not in later]
-        moved.append({**message, "content": "\n\n".join([*first, *later, *task])})
-    return moved
-
-
 def turns() -> None:
     """Seconds and prompt tokens evaluated per turn: before (bare, from scratch), ours without and with
-    reuse, and ours with reuse on a prompt whose changing parts come last (a proposal for runtime.prompt)."""
+    reuse (runtime.prompt puts the parts that change every turn after the example turns, so the reuse
+    covers the system prompt, the program and the examples)."""
     from runtime.local.model import LocalEngine, find_bundled_model
 
     threads = _threads()
@@ -426,14 +393,13 @@ def turns() -> None:
         "before": "before (bare)",
         "fresh": "ours, no reuse",
         "reuse": "ours, reuse",
-        "stable": "reuse, state last",
     }
     print(
         f"same requests replayed, {threads} thread(s); per turn: wall seconds, CPU seconds of this process,"
         " prompt tokens evaluated\n"
         f"{'program':22}{'turns':>6}  "
         + "  ".join(f"{label:>26}" for label in labels.values())
-        + f"  {'speed-up, wall and CPU: reuse / state last':>44}  same answers"
+        + f"  {'speed-up of reuse, wall and CPU':>32}  same answers"
     )
     totals = {key: [0.0, 0.0, 0.0] for key in labels}
     count = 0
@@ -443,7 +409,6 @@ def turns() -> None:
         engines = {
             "fresh": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads, reuse_prompt=False)),
             "reuse": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads)),
-            "stable": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads)),
         }
         figures = {key: [0.0, 0.0, 0.0] for key in labels}
         same = 0
@@ -457,7 +422,7 @@ def turns() -> None:
             for key, local in engines.items():
                 cpu = time.process_time()
                 generation = local.generate(
-                    _stable_parts_first(turn.messages) if key == "stable" else turn.messages,
+                    turn.messages,
                     max_tokens=turn.max_tokens,
                     temperature=turn.temperature,
                     seed=turn.seed,
@@ -466,8 +431,7 @@ def turns() -> None:
                 figures[key][0] += generation.seconds
                 figures[key][1] += time.process_time() - cpu
                 figures[key][2] += generation.evaluated_tokens
-                if key != "stable":  # another prompt: its answer may differ
-                    answers.append(generation.text)
+                answers.append(generation.text)
             same += len(set(answers)) == 1
         count += len(requests)
         for key in totals:
@@ -484,11 +448,9 @@ def _turn_row(name: str, turns: int, figures: dict[str, list[float]], same: str)
         for key in figures
     )
     before = figures["before"]
-    ratios = " / ".join(
-        f"{before[0] / max(figures[key][0], 1e-9):.2f}x, {before[1] / max(figures[key][1], 1e-9):.2f}x"
-        for key in ("reuse", "stable")
-    )
-    print(f"{name:22}{turns:>6}  {cells}  {ratios:>44}  {same}", flush=True)
+    reuse = figures["reuse"]
+    ratios = f"{before[0] / max(reuse[0], 1e-9):.2f}x, {before[1] / max(reuse[1], 1e-9):.2f}x"
+    print(f"{name:22}{turns:>6}  {cells}  {ratios:>32}  {same}", flush=True)
 
 
 def _demo_turn() -> Turn:
@@ -616,23 +578,29 @@ def load_comparison(repeats: int = 3) -> None:
 
 
 def main() -> None:
-    arguments = [argument for argument in sys.argv[1:] if not argument.startswith("--only")]
-    only = next(
-        (argument.split("=", 1)[1] for argument in sys.argv[1:] if argument.startswith("--only=")), ""
+    import argparse
+
+    sections = {
+        "sizes": grammar_sizes,
+        "speed1": speed,
+        "compliance": lambda: compliance(options.seeds),
+        "end_to_end": end_to_end,
+        "turns": turns,
+        "speed": throughput,
+        "load": load_comparison,
+    }
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "seeds", nargs="?", type=int, default=5, help="seeds per compliance case (default: 5)"
     )
-    wanted = set(only.split(",")) if only else None
-    seeds = int(arguments[0]) if arguments else 5
-    sections = (
-        ("sizes", grammar_sizes),
-        ("speed1", speed),
-        ("compliance", lambda: compliance(seeds)),
-        ("end_to_end", end_to_end),
-        ("turns", turns),
-        ("speed", throughput),
-        ("load", load_comparison),
-    )
-    for name, section in sections:
-        if wanted is None or name in wanted:
+    parser.add_argument("--only", default="", help=f"comma-separated sections: {','.join(sections)}")
+    options = parser.parse_args()
+    wanted = set(options.only.split(",")) if options.only else set(sections)
+    unknown = wanted - set(sections)
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(sorted(unknown))}; sections: {', '.join(sections)}")
+    for name, section in sections.items():
+        if name in wanted:
             print(f"--- {name}", flush=True)
             section()
 

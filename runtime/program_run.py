@@ -388,7 +388,7 @@ class ProgramRun:
         if status == "error":
             self._failed.set()
             if self.journal is not None:
-                self.journal.freeze(reason)  # what the agents do while the run unwinds is not recorded
+                self.journal.freeze(reason, error)  # what agents do while the run unwinds is not recorded
 
     def _finish_result(self, status: str, reason: str, error: BaseException | None = None) -> RunResult:
         result = RunResult(

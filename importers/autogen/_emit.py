@@ -18,7 +18,7 @@ from importers import autogen_support
 from importers.autogen._chair import MEETING_PLAYBOOK, ChairSteps
 from importers.autogen._model import Member, MemberKind, Team
 from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
-from importers.common.naming import camel_case, safe_description
+from importers.common.naming import Namer, camel_case, safe_description
 from importers.common.steps import StepList, literal
 from pal_core.ir import Agent, Metadata, Parameter, Playbook, Program, Trigger
 
@@ -172,7 +172,7 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
         else:
             steps.add("EXE", f"$answer:str = {RESPOND_PLAYBOOK}(conversation=$history)")
             steps.add("EXE", f'$reply:dict = {{"source": {source}, "content": $answer}}')
-        extra.extend(_llm_playbooks(member))
+        extra.extend(_llm_playbooks(member, parts.namer))
     else:
         steps.add("EXE", f"{helper('unsupported')}(reason={literal(member.reason)})")
         steps.add("EXE", f'$reply:dict = {{"source": {literal(member.name)}, "content": None}}')
@@ -235,7 +235,7 @@ def _reply_playbook(team: Team, member: Member, helper: str, parameter: str) -> 
     )
 
 
-def _llm_playbooks(member: Member) -> list[Playbook]:
+def _llm_playbooks(member: Member, namer: Namer) -> list[Playbook]:
     notes = [
         "$conversation is the chat so far: each entry's source is who spoke, content what they said; the "
         f"entries from {member.name} are yours.",
@@ -258,14 +258,15 @@ def _llm_playbooks(member: Member) -> list[Playbook]:
         metadata=Metadata(execution_mode="react"),
         notes=numbered_notes(notes),
     )
-    tools = [tool_playbook(tool, name=camel_case(tool.name)) for tool in member.tools]
+    # A tool or hand-off named like a playbook the agent already has (`respond`, `take_turn`) gets a suffix.
+    tools = [tool_playbook(tool, name=namer.take(camel_case(tool.name), "Tool")) for tool in member.tools]
     transfers = []
     for handoff in member.handoffs:
         steps = StepList()
         steps.add("RET", literal({"handoff": handoff.target, "content": handoff.message}))
         transfers.append(
             Playbook(
-                name=camel_case(handoff.name),
+                name=namer.take(camel_case(handoff.name), "Handoff"),
                 returns="dict",
                 description=safe_description(
                     handoff.description or f"Hand the conversation to {handoff.target}."

@@ -22,12 +22,18 @@ reads) and only legal paths from the current line:
 Steps follow the flow graph (pal_core.flow) edge by edge, at most `TurnPlan.budget` of them; the
 final `yld` is the one the last step calls for (its YLD target; `return` after RET or where the
 playbook can end; `call` after a queued call, or to pause when the step budget is spent). A `trig?`
-line may name a real trigger, which ends the turn with `yld call`. Every free text has a length cap. The verifier still checks everything: the grammar makes violations
-rare, the verifier makes them harmless.
+line may name a real trigger, which ends the turn with `yld call`. Every free text has a length cap.
+
+A number the turn gives a new variable, when the messages the turn brings hold numbers, is one of those
+numbers (`heard`): "ask for the order number, then look it up" must look up the number the user wrote.
+A 135M model left free copies the number of the example turn, or writes `1`. The verifier still checks
+everything: the grammar makes violations rare, the verifier makes them harmless.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pal_core.contract.turn import TurnContext
@@ -69,22 +75,29 @@ class TurnGrammar:
 
 
 def build_turn_grammar(
-    context: TurnContext, *, limits: TurnLimits | None = None, resume_after: str | None = None
+    context: TurnContext,
+    *,
+    limits: TurnLimits | None = None,
+    resume_after: str | None = None,
+    heard: Iterable[str] = (),
 ) -> TurnGrammar:
-    """The GBNF grammar of the next turn at the context's current line (or after `resume_after`). Raises
-    GrammarError when the playbook cannot run turn by turn, or the turn would start on a step no answer
-    can end."""
+    """The GBNF grammar of the next turn at the context's current line (or after `resume_after`).
+    `heard` are the texts of the messages the turn brings (the user's reply, say): a number the turn gives
+    a new variable is one of the numbers they hold, when they hold any. Raises GrammarError when the
+    playbook cannot run turn by turn, or the turn would start on a step no answer can end."""
     plan = TurnPlan(context, limits=limits, resume_after=resume_after)
-    builder = _GrammarBuilder(plan)
+    builder = _GrammarBuilder(plan, heard_numbers(heard))
     text = builder.build()
     return TurnGrammar(text=text, entries=plan.entries, max_steps=plan.budget, rule_count=len(builder.rules))
 
 
 class _GrammarBuilder:
-    def __init__(self, plan: TurnPlan) -> None:
+    def __init__(self, plan: TurnPlan, heard: tuple[str, ...] = ()) -> None:
         self.plan = plan
         self.limits = plan.limits
         self.rules = RuleSet()
+        self.heard = heard
+        """Numbers in the messages the turn brings, as JSON text."""
 
     # The turn -------------------------------------------------------------------------------------
 
@@ -180,7 +193,9 @@ class _GrammarBuilder:
         variables = self.plan.variables
         if not variables:
             return None
-        options = [f"{literal(f'${name}, ')} {self._value(kind)}" for name, kind in variables.items()]
+        options = [
+            f"{literal(f'${name}, ')} {self._new_value(name, kind)}" for name, kind in variables.items()
+        ]
         close = literal("]`\n")
         self.rules.define("lead-var", f"{literal('`Var[')} {alternatives(options)} {close}")
         return f"lead-var{{1,{self.limits.leading_vars}}}"
@@ -244,7 +259,18 @@ class _GrammarBuilder:
 
     def _var_line(self, name: str, kind: ValueKind) -> str:
         close = literal("]`\n")
-        return f"{literal(f'`Var[${name}, ')} {self._value(kind)} {close}"
+        return f"{literal(f'`Var[${name}, ')} {self._new_value(name, kind)} {close}"
+
+    def _new_value(self, name: str, kind: ValueKind) -> str:
+        """The value a Var line may give `name`: for a number the turn introduces, one the messages it
+        brings hold (when they hold any of that kind); otherwise any value of its kind."""
+        if name not in self.plan.context.values and kind in (ValueKind.INTEGER, ValueKind.NUMBER):
+            numbers = [text for text in self.heard if kind is ValueKind.NUMBER or "." not in text]
+            if numbers:
+                return self.rules.define(
+                    f"heard-{kind.value}", alternatives(literal(text) for text in numbers)
+                )
+        return self._value(kind)
 
     # Calls ----------------------------------------------------------------------------------------
 
@@ -366,6 +392,24 @@ class _GrammarBuilder:
         lists = self._value(ValueKind.LIST)
         objects = self._value(ValueKind.OBJECT)
         return rules.define("v-any", f"{scalar} | {lists} | {objects}")
+
+
+_NUMBER_IN_TEXT = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d{1,15})(?:\.\d{1,8})?(?!\w)(?![.,]\d)")
+_HEARD_LIMIT = 16
+
+
+def heard_numbers(texts: Iterable[str]) -> tuple[str, ...]:
+    """The numbers written in `texts`, as JSON numbers (`2718`, `-3`, `1.5`; `007` -> `7`), first
+    occurrence first, at most 16. `1,000` is a thousand; digits inside words (`A12`, `2nd`, `v1.2.3`) are
+    not numbers."""
+    found: list[str] = []
+    for text in texts:
+        for match in _NUMBER_IN_TEXT.finditer(text):
+            number = match.group().replace(",", "")
+            value = repr(float(number)) if "." in number else str(int(number))
+            if value not in found:
+                found.append(value)
+    return tuple(found[:_HEARD_LIMIT])
 
 
 def trigger_check_grammar(triggers: tuple[str, ...]) -> str:

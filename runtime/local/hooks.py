@@ -27,7 +27,9 @@ def turn_grammar(execution: Execution, frame: Frame, flow: PlaybookFlow) -> str 
     """The GBNF grammar of the frame's next turn; None (unconstrained, the verifier still checks) when
     no grammar can describe it, which is logged."""
     try:
-        return build_turn_grammar(turn_context(execution, frame, flow)).text
+        # What the messages the turn brings say grounds the numbers it stores (the user's order number).
+        heard = [message.content for message in execution.agent.unread]
+        return build_turn_grammar(turn_context(execution, frame, flow), heard=heard).text
     except GrammarError as error:
         logger.warning("no grammar for %s at line %s: %s", frame.playbook.name, frame.line, error)
         return None

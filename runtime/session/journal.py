@@ -147,6 +147,7 @@ class Journal:
         self._snapshot_due: int | None = None
         self._uncertain = False
         self._frozen: str | None = None
+        self._failure: BaseException | None = None
         for entry in entries:
             place = stream_of(entry)
             if place is None:
@@ -233,11 +234,13 @@ class Journal:
 
     # --- writing ------------------------------------------------------------------------------------------
 
-    def freeze(self, reason: str) -> None:
+    def freeze(self, reason: str, error: BaseException | None = None) -> None:
         """Record nothing more but how the run ended: the run failed, and what its agents do while it
         unwinds (a meeting ended by the failing playbook, the messages that go out) is not part of the
-        thread. A resumed run then continues from where the failure struck, as after a crash."""
+        thread. A resumed run then continues from where the failure struck, as after a crash. An agent
+        that tries to record something after that gets the run's own failure (`error`)."""
         self._frozen = reason
+        self._failure = error
 
     async def append(
         self, kind: str, payload: dict[str, Any], *, key: str | None = None, status: str | None = None
@@ -245,6 +248,10 @@ class Journal:
         """Append one entry (and set the thread's status with it); its number."""
         stop = kind in (EntryKind.WAIT, EntryKind.STATUS, "result")
         if self._frozen is not None and kind != EntryKind.STATUS:
+            if self._failure is not None:
+                # Another agent's failure ended the run while this one was still going: it stops with that
+                # failure, which is what the run reports (not a stale view of the thread).
+                raise self._failure
             raise ThreadTakenOver(
                 f"thread {self.thread_id!r} records nothing more: the run failed ({self._frozen})"
             )

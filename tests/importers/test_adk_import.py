@@ -19,11 +19,11 @@ import pytest
 
 from importers import ImportFailed, ImportTargetError, get_importer
 from importers.adk import CODES, import_agent, import_target
-from importers.langgraph._paths import resolve
 from pal_core.ir import PlaybookKind
 from pal_core.parser import parse
 from pal_core.validate import validate_text
 from pal_core.writer import write
+from runtime.module_path import resolve
 from tests.conftest import FIXTURES
 from tests.fixtures.adk import diagnostic_agents, llm
 from tests.importers.adk_runs import adk_outcome, pal_outcome, same

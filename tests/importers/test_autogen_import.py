@@ -81,6 +81,17 @@ def test_an_assistant_agents_tools_are_python_playbooks_bound_by_import_path() -
     assert respond.description == "You report the weather. Use the get_weather tool."
 
 
+def test_tools_named_like_the_agents_own_playbooks_get_names_of_their_own() -> None:
+    result = import_target("tests.fixtures.autogen.assistant:clashing_team")
+    assert errors(result.program) == []
+    clerk = result.program.agent("Clerk")
+    names = [playbook.name for playbook in clerk.playbooks]
+    assert len(names) == len(set(names)), names
+    assert clerk.playbook("Respond").metadata.execution_mode == "react"
+    assert clerk.playbook("RespondTool").metadata.python == "tests.fixtures.autogen.assistant:respond"
+    assert clerk.playbook("TakeTurnTool").metadata.python == "tests.fixtures.autogen.assistant:take_turn"
+
+
 async def test_the_model_picks_the_speaker_of_a_selector_group_chat() -> None:
     import tests.fixtures.autogen.teams as teams
 

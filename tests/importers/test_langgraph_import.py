@@ -19,11 +19,11 @@ import pytest
 
 from importers import ImportFailed, ImportTargetError
 from importers.langgraph import CODES, import_graph, import_target
-from importers.langgraph._paths import resolve
 from pal_core.ir import Agent, PlaybookKind, Program, Step
 from pal_core.parser import parse
 from pal_core.validate import validate_text
 from pal_core.writer import write
+from runtime.module_path import resolve
 from tests.conftest import FIXTURES
 
 GOLDEN_DIR = FIXTURES / "langgraph"

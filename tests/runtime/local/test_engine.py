@@ -20,7 +20,7 @@ from runtime.local.cpu import usable_cpus
 from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.model import DEFAULT_MODEL, LocalEngine, LocalSettings, engine, find_bundled_model
-from runtime.local.turns import TurnSpec
+from runtime.local.turns import local_context
 from runtime.models import resolve_model
 from runtime.models.progress import ModelProgress, listening_to_progress
 from runtime.program_run import ProgramRun, RunLimits
@@ -36,9 +36,10 @@ EXAMPLES = FIXTURES.parent.parent / "examples"
 def _turn(line_text: str) -> tuple[list[dict[str, str]], str]:
     """A real turn's prompt (example turns of the seed program) whose last line varies, and its grammar."""
     program = parse(SEED_PROGRAM.read_text(encoding="utf-8"), file=str(SEED_PROGRAM))
-    examples = render_examples(build_example_turns(program, "CustomerSupport", "Greeting"))
+    context = local_context(program, "CustomerSupport", "Greeting")
+    examples = render_examples(build_example_turns(context))
     system = "You execute PAL playbooks step by step and answer in exactly the format of the examples.\n\n"
-    grammar = build_turn_grammar(TurnSpec(program=program, agent="CustomerSupport", playbook="Greeting")).text
+    grammar = build_turn_grammar(context).text
     messages = [
         {"role": "system", "content": system + examples},
         {"role": "user", "content": f"{line_text}\nContinue executing Greeting at line 01."},

@@ -445,3 +445,57 @@ def test_every_line_of_every_corpus_playbook_has_a_well_formed_grammar(
             assert parsed.accepts_prefix(step_first)
         built += 1
     assert built
+
+
+# Numbers the turn brings --------------------------------------------------------------------------------
+
+ORDER_DESK = Path(__file__).resolve().parents[3] / "examples" / "order_status.pal"
+
+
+def order_turn(order_number: str) -> str:
+    return answer(
+        "recap – the user gave their order number",
+        "plan – look the order up",
+        '`Step["Main:03:EXE"]`',
+        f"`Var[$order_number, {order_number}]`",
+        "trig? no",
+        '`Step["Main:04:QUE"]` `$report:str = LookUpOrder(order_number=$order_number)`',
+        "yld call",
+    )
+
+
+def order_grammar(heard: tuple[str, ...], **options: object) -> Grammar:
+    from runtime.loader import load
+
+    context = local_context(load(ORDER_DESK), "OrderDesk", "Main", current_line="03", **options)  # type: ignore[arg-type]
+    return parse_gbnf(build_turn_grammar(context, heard=heard).text)
+
+
+def test_a_number_the_turn_stores_is_one_the_reply_holds() -> None:
+    # The bundled model copied the example turn's `1` instead of the user's order number.
+    heard = order_grammar(("Hi! Where is my order 2718? I ordered 2 mugs.",))
+    assert heard.accepts(order_turn("2718")) and heard.accepts(order_turn("2"))
+    assert not heard.accepts(order_turn("1"))
+    assert not heard.accepts(order_turn("27"))
+
+
+def test_without_numbers_heard_or_for_a_variable_that_exists_any_number_goes() -> None:
+    assert order_grammar(("I do not know it",)).accepts(order_turn("1"))
+    assert order_grammar(()).accepts(order_turn("4821"))
+    assert order_grammar(("order 2718",), variables={"order_number": 5}).accepts(order_turn("1"))
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("Hi! Where is my order 2718?", ("2718",)),
+        ("It costs $1,250.50 or -3, maybe 007.", ("1250.5", "-3", "7")),
+        ("v1.2.3 and A12 and the 2nd one", ()),
+        ("order-2718. Then 2718 again", ("2718",)),
+        ("pi is 3.14.", ("3.14",)),
+    ],
+)
+def test_the_numbers_a_text_holds(text: str, numbers: tuple[str, ...]) -> None:
+    from runtime.local.grammar import heard_numbers
+
+    assert heard_numbers([text]) == numbers

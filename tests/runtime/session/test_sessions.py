@@ -273,3 +273,21 @@ T1:BGN At the beginning
     assert len(sink.CALLS) == 1  # the resumed run took the result from the log
     [call] = [entry for entry in await store.read_entries("k") if entry.kind == "call"]
     assert call.payload["result"]["$dict"][0] == ["pair", {"$tuple": [1, 2]}]
+
+
+async def test_an_agent_that_records_after_another_agents_failure_stops_with_that_failure() -> None:
+    # A meeting's participant fails and ends the run while the owner is still going: the owner's next record
+    # raises the run's own failure, so the caller sees what went wrong (not a stale-thread error).
+    from runtime.session.journal import Journal, ThreadTakenOver
+
+    async with open_store("memory://") as store:
+        failure = PlaybookFailed("Python playbook Unsupported raised: a team inside a team is not imported")
+        failed = Journal(store, "t1", [], last=0)
+        failed.freeze("Inner failed", failure)
+        with pytest.raises(PlaybookFailed) as raised:
+            await failed.append("call", {"agent": "Outer"})
+        assert raised.value is failure
+        unexplained = Journal(store, "t2", [], last=0)
+        unexplained.freeze("the run failed")
+        with pytest.raises(ThreadTakenOver, match="records nothing more"):
+            await unexplained.append("call", {"agent": "Outer"})
