@@ -45,6 +45,14 @@ user's approval, which the runtime asks for.
 - RET: `Step["P:NN:RET"]` `Return[<value>]` `Var[$__, "<1-5 line summary>"]` then yld return.
 - Write nothing after the final yld."""
 
+SYSTEM_UNDER_GRAMMAR = """You are the CPU of a PAL runtime. PAL programs are playbooks of numbered steps. You \
+execute steps in order from the line you are given and report what you did, one action per line, in exactly \
+the format of the example answers. `Var[$name, value]` stores a value: when the user gave it, write it as \
+the user wrote it. Decide each condition from the state and the messages."""
+"""The system prompt for a model whose answers a turn grammar constrains (the bundled local model): the
+grammar enforces the format and the legal paths that SYSTEM spells out, so the model reads only what it
+decides. Half the prompt's tokens, and the part a new process has to evaluate first."""
+
 
 @dataclass(frozen=True, slots=True)
 class PromptSettings:
@@ -61,6 +69,7 @@ def build_messages(
     context: TurnContext,
     settings: PromptSettings = PromptSettings(),
     examples: str | None = None,
+    under_grammar: bool = False,
 ) -> list[ChatMessage]:
     """The system and user messages for continuing `frame` at its current line. What the model may call and
     which triggers exist come from the turn's description (`context`), the one the verifier checks against.
@@ -102,7 +111,8 @@ def build_messages(
         f"## Your task\nContinue executing {playbook.name} at line {frame.line}: {current}\n"
         f'Begin with recap and plan, then `Step["{playbook.name}:{frame.line}:{step.opcode if step else "?"}"]`.'
     )
-    return [ChatMessage(role="system", content=SYSTEM), ChatMessage(role="user", content="\n\n".join(parts))]
+    system = SYSTEM_UNDER_GRAMMAR if under_grammar else SYSTEM
+    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content="\n\n".join(parts))]
 
 
 def _callables(context: TurnContext) -> list[str]:

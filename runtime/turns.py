@@ -58,8 +58,13 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
     """Ask the model to continue the frame; apply the verified answer; return how it yields."""
     run = execution.run
     context = turn_context(execution, frame, flow)
+    grammar = run.grammar_for(execution, frame, flow)
     messages = build_messages(
-        execution, frame, context=context, examples=run.examples_for(execution, frame, flow)
+        execution,
+        frame,
+        context=context,
+        examples=run.examples_for(execution, frame, flow),
+        under_grammar=grammar is not None,  # the grammar enforces the rules the full prompt spells out
     )
     attempts = 0
     while True:
@@ -68,7 +73,7 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             max_tokens=run.limits.max_answer_tokens,
             temperature=run.limits.temperature,
             seed=run.limits.seed,
-            grammar=run.grammar_for(execution, frame, flow),
+            grammar=grammar,
             metadata={"agent": execution.agent.klass, "playbook": frame.playbook.name, "line": frame.line},
         )
         call_id, response = await run.call_model(request, execution.agent)

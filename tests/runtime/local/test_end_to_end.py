@@ -6,6 +6,7 @@ judged (it is weak); that the runtime and the grammar keep it on legal paths is.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -17,11 +18,13 @@ pytest.importorskip(
 )
 
 from pal_core.compiler import compile_markdown
-from pal_core.ir import Program
+from pal_core.ir import PlaybookKind, Program
 from pal_core.parser import parse
 from runtime.humans import ScriptedHuman
 from runtime.loader import load
+from runtime.local.fewshot import build_example_turns
 from runtime.local.model import DEFAULT_MODEL
+from runtime.local.turns import GrammarError, local_context
 from runtime.models import resolve_model
 from runtime.program_run import ProgramRun, RunLimits, RunResult
 from runtime.trace import Tracer
@@ -46,7 +49,39 @@ async def run_locally(program: Program, replies: list[str]) -> tuple[RunResult, 
     )
     with anyio.fail_after(1800):  # a busy 2-core CI box needs minutes; a quiet one seconds
         result = await run.run()
+    _no_example_text_in(program, result)
     return result, tracer
+
+
+def _no_example_text_in(program: Program, result: RunResult) -> None:
+    """Nothing the example turns show as a stand-in reaches what the run said or stored (a meeting summary
+    once came back as the example's word "example")."""
+    stand_ins: set[str] = set()
+    for agent in program.agents:
+        for playbook in agent.playbooks:
+            if playbook.kind is not PlaybookKind.MARKDOWN or not playbook.steps:
+                continue
+            try:
+                turns = build_example_turns(local_context(program, agent.name, playbook.name))
+            except GrammarError:
+                continue
+            for turn in turns:
+                stand_ins.update(re.findall(r'"(<[^"]*>)"', turn.answer))
+    outputs = [*result.messages_to_user, *(_texts(result.variables))]
+    leaked = [text for text in outputs if "<" in text and any(stand_in in text for stand_in in stand_ins)]
+    assert not leaked, f"example-turn stand-ins {sorted(stand_ins)} in {leaked}"
+    assert not [text for text in outputs if text.strip().lower() == "example"], outputs
+
+
+def _texts(value: object) -> list[str]:
+    """Every string inside a JSON-like value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _texts(item)]
+    if isinstance(value, list | tuple):
+        return [text for item in value for text in _texts(item)]
+    return []
 
 
 def _violations(tracer: Tracer) -> list[str]:

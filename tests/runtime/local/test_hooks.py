@@ -13,6 +13,7 @@ from runtime.local.hooks import turn_examples, turn_grammar
 from runtime.models import ScriptedModel
 from runtime.models.base import ModelRequest
 from runtime.program_run import ProgramRun
+from runtime.prompt import SYSTEM, SYSTEM_UNDER_GRAMMAR
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.anyio
@@ -68,3 +69,21 @@ async def test_each_turn_gets_its_grammar_and_examples_and_answers_inside_it_run
         assert "Example 1: Continue executing GreetTheUser at line 01." in prompt
     # The second turn starts at 04, not at the playbook's start: a turn from 01 is not admitted there.
     assert not parse_gbnf(seen[1].grammar or "").accepts(ANSWERS["01"])
+    # Under a grammar the system prompt is the short one: the grammar enforces the rules the full one spells out.
+    assert {request.messages[0].content for request in seen} == {SYSTEM_UNDER_GRAMMAR}
+
+
+async def test_a_turn_without_a_grammar_gets_the_full_system_prompt() -> None:
+    program = parse((CORPUS / "02-personalized-greeting.pbasm").read_text(encoding="utf-8"))
+    seen: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> str:
+        seen.append(request)
+        return ANSWERS[request.metadata["line"]]
+
+    run = ProgramRun(program, model=ScriptedModel(answer), human=ScriptedHuman(["Ada"]))
+    with anyio.fail_after(10):
+        result = await run.run()
+    assert result.status == "exit", result.reason
+    assert [request.grammar for request in seen] == [None, None]
+    assert {request.messages[0].content for request in seen} == {SYSTEM}
