@@ -428,26 +428,11 @@ def turns() -> None:
         figures = {key: [0.0, 0.0, 0.0] for key in labels}
         same = 0
         for turn in requests:
-            cpu = time.process_time()
-            _, prompt_tokens, seconds = _bare_turn(bare, _with_full_system_prompt(turn))
-            figures["before"][0] += seconds
-            figures["before"][1] += time.process_time() - cpu
-            figures["before"][2] += prompt_tokens
-            cpu = time.process_time()
-            text, prompt_tokens, seconds = _bare_turn(bare, turn)
-            figures["bare"][0] += seconds
-            figures["bare"][1] += time.process_time() - cpu
-            figures["bare"][2] += prompt_tokens
-            answers = [text]
+            _timed_bare_turn(bare, _with_full_system_prompt(turn), figures["before"])
+            answers = [_timed_bare_turn(bare, turn, figures["bare"])]
             for key, local in engines.items():
                 cpu = time.process_time()
-                generation = local.generate(
-                    turn.messages,
-                    max_tokens=turn.max_tokens,
-                    temperature=turn.temperature,
-                    seed=turn.seed,
-                    grammar=turn.grammar,
-                )
+                generation = _generate(local, turn)
                 figures[key][0] += generation.seconds
                 figures[key][1] += time.process_time() - cpu
                 figures[key][2] += generation.evaluated_tokens
@@ -459,6 +444,27 @@ def turns() -> None:
         _turn_row(name, len(requests), figures, f"{same}/{len(requests)}")
         bare.close()
     _turn_row("all turns", count, totals, "")
+
+
+def _timed_bare_turn(llama, turn: Turn, row: list[float]) -> str:  # type: ignore[no-untyped-def]
+    """A bare turn's answer; its wall seconds, CPU seconds and prompt tokens added to `row`."""
+    cpu = time.process_time()
+    text, prompt_tokens, seconds = _bare_turn(llama, turn)
+    row[0] += seconds
+    row[1] += time.process_time() - cpu
+    row[2] += prompt_tokens
+    return text
+
+
+def _generate(local, turn: Turn):  # type: ignore[no-untyped-def]
+    """Our engine answering a recorded request with its own settings."""
+    return local.generate(
+        turn.messages,
+        max_tokens=turn.max_tokens,
+        temperature=turn.temperature,
+        seed=turn.seed,
+        grammar=turn.grammar,
+    )
 
 
 def _turn_row(name: str, turns: int, figures: dict[str, list[float]], same: str) -> None:
@@ -578,14 +584,7 @@ def load_comparison(repeats: int = 3) -> None:
         seconds: dict[int, list[float]] = {1: [], 2: []}
         for _ in range(repeats):
             for count, local in engines.items():
-                generation = local.generate(
-                    turn.messages,
-                    max_tokens=turn.max_tokens,
-                    temperature=turn.temperature,
-                    seed=turn.seed,
-                    grammar=turn.grammar,
-                )
-                seconds[count].append(generation.seconds)
+                seconds[count].append(_generate(local, turn).seconds)
     finally:
         burner.kill()
         burner.wait()

@@ -13,7 +13,6 @@ from typing import Any
 from pal_core.errors import PalError
 from runtime.commands.budgets import add_budget_arguments, budget_limits
 from runtime.commands.options import count, seconds
-from runtime.console_progress import closing_line
 
 
 def _add_run(parser: argparse.ArgumentParser) -> None:
@@ -185,6 +184,7 @@ def _entry_call(program: Any, args: argparse.Namespace) -> tuple[str, dict[str, 
 async def _call_entry(
     program: Any, call: tuple[str, dict[str, Any]], args: argparse.Namespace, options: dict[str, Any]
 ) -> int:
+    from runtime.console_progress import closing_line
     from runtime.errors import InputExhausted
     from runtime.schema import json_value
     from runtime.session import CallSession
@@ -217,6 +217,7 @@ async def _call_entry(
 
 
 async def _run_program(program: Any, args: argparse.Namespace, options: dict[str, Any]) -> int:
+    from runtime.console_progress import closing_line
     from runtime.session import ProgramSession
 
     try:
