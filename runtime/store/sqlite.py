@@ -94,6 +94,11 @@ def _now() -> int:
     return time.time_ns() // 1000
 
 
+def _is_busy(error: sqlite3.Error) -> bool:
+    text = str(error)
+    return "locked" in text or "busy" in text
+
+
 class SQLiteStore(Store):
     """Threads in one SQLite file, shared safely by the processes that open it."""
 
@@ -152,13 +157,12 @@ class SQLiteStore(Store):
             raise self._unavailable(error) from error
 
     def _unavailable(self, error: sqlite3.Error) -> StoreError:
-        text = str(error)
-        if "locked" in text or "busy" in text:
+        if _is_busy(error):
             return StoreUnavailable(
                 f"{self.path}: the database stayed locked for {self.busy_timeout:g} s (busy_timeout); another "
                 "process holds a write transaction open"
             )
-        return StoreUnavailable(f"{self.path}: SQLite error: {text}")
+        return StoreUnavailable(f"{self.path}: SQLite error: {error}")
 
     @staticmethod
     def _write(connection: sqlite3.Connection, work: Callable[..., T], *args: Any) -> T:
@@ -205,14 +209,7 @@ class SQLiteStore(Store):
             raise StoreUnavailable(f"{self.path}: cannot open the database: {error}") from None
         try:
             connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StoreUnavailable(
-                    f"{self.path}: SQLite cannot use WAL mode here (journal mode {mode!r}); a network file "
-                    "system cannot hold a shared store: use a local file or Postgres"
-                )
-            connection.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-            self._migrate(connection)
+            self._set_up_retrying(connection)
         except sqlite3.DatabaseError as error:
             connection.close()
             if "not a database" in str(error):
@@ -222,6 +219,36 @@ class SQLiteStore(Store):
             connection.close()
             raise
         self._connection = connection
+
+    def _set_up_retrying(self, connection: sqlite3.Connection) -> None:
+        """WAL mode, durability and the schema, retried while the file is busy for up to `busy_timeout`.
+
+        Why a loop of our own: switching a new file to WAL needs its exclusive lock, and when several
+        connections open a new file at once SQLite sees two of them each holding a read lock and wanting
+        the exclusive one. It reports "database is locked" to one of them at once, without calling the busy
+        handler (waiting could deadlock). That one's statement has ended and released its read lock, so
+        trying again after a short pause succeeds once the other has finished."""
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.001
+        while True:
+            try:
+                self._set_up(connection)
+                return
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)  # on the store's own thread: the event loop goes on
+            pause = min(pause * 2, 0.05)
+
+    def _set_up(self, connection: sqlite3.Connection) -> None:
+        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreUnavailable(
+                f"{self.path}: SQLite cannot use WAL mode here (journal mode {mode!r}); a network file "
+                "system cannot hold a shared store: use a local file or Postgres"
+            )
+        connection.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        self._migrate(connection)
 
     def _migrate(self, connection: sqlite3.Connection) -> None:
         if self._schema_version(connection) == SCHEMA_VERSION:

@@ -4,12 +4,14 @@ failing, a clear error when the lock never comes, and clear errors for files tha
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import anyio
 import pytest
 
 from runtime.store import NewEntry, StoreUnavailable, open_store
+from runtime.store.sqlite import SQLiteStore
 from tests.runtime.store.conftest import PROGRAM
 
 pytestmark = pytest.mark.anyio
@@ -50,6 +52,41 @@ async def test_a_writer_waits_for_another_process_lock_without_blocking_the_loop
                 other.execute("COMMIT")
         other.close()
         assert appended[0].last == 1
+
+
+async def test_opening_a_new_file_another_connection_is_writing_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Switching a file to WAL needs its exclusive lock, and SQLite refuses it at once, without its busy
+    handler, while another connection holds the write lock of a file still in rollback mode (what fifty
+    stores opening one new file at once run into). The store must wait for the lock, not fail."""
+    database = tmp_path / "runs.db"
+    other = sqlite3.connect(database, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE unrelated (a)")  # a write transaction on a file in rollback mode
+    refused = threading.Event()
+    set_up = SQLiteStore._set_up
+
+    def watched(self: SQLiteStore, connection: sqlite3.Connection) -> None:
+        try:
+            set_up(self, connection)
+        except sqlite3.OperationalError:
+            refused.set()
+            raise
+
+    monkeypatch.setattr(SQLiteStore, "_set_up", watched)
+    store = open_store(f"sqlite:///{database}")
+    try:
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                group.start_soon(store.open)
+                assert await anyio.to_thread.run_sync(refused.wait, 60)  # SQLite said "locked" at least once
+                other.execute("COMMIT")
+        await store.create_thread(PROGRAM, thread_id="t")
+        assert (await store.get_thread("t")).id == "t"
+    finally:
+        other.close()
+        await store.close()
 
 
 async def test_a_lock_held_past_the_busy_timeout_is_a_clear_error(tmp_path: Path) -> None:
