@@ -13,13 +13,13 @@ and `synchronous` (`normal` or `full`) for SQLite, e.g. `sqlite:///runs.db?snaps
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
+from runtime.paths import data_folder
 from runtime.plugins import NamedRegistry
 
 from .base import Store
@@ -68,24 +68,11 @@ class StoreURL:
 
 
 def default_sqlite_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where `sqlite://` (and the CLI without `--store`) keeps runs: `$PAL_HOME/runs.db` when PAL_HOME is set,
-    else the platform's data folder: `$XDG_DATA_HOME/pal-bridge/runs.db` (default `~/.local/share`) on
-    Linux, `~/Library/Application Support/pal-bridge/runs.db` on macOS, `%LOCALAPPDATA%\\pal-bridge\\runs.db`
-    on Windows."""
-    env = os.environ if environ is None else environ
-    if env.get("PAL_HOME"):
-        return Path(env["PAL_HOME"]).expanduser() / DEFAULT_FILE
-    if sys.platform == "win32" and env.get("LOCALAPPDATA"):
-        base = Path(env["LOCALAPPDATA"])
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = (
-            Path(env["XDG_DATA_HOME"]).expanduser()
-            if env.get("XDG_DATA_HOME")
-            else Path.home() / ".local" / "share"
-        )
-    return base / "pal-bridge" / DEFAULT_FILE
+    """Where `sqlite://` (and the CLI without `--store`) keeps runs: `runs.db` in pal-bridge's data folder
+    (`runtime.paths.data_folder`: `$PAL_HOME` when set, else `$XDG_DATA_HOME/pal-bridge`, default
+    `~/.local/share`, on Linux; `~/Library/Application Support/pal-bridge` on macOS;
+    `%LOCALAPPDATA%\\pal-bridge` on Windows)."""
+    return data_folder(environ) / DEFAULT_FILE
 
 
 def default_store_url(environ: Mapping[str, str] | None = None) -> str:
