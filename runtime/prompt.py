@@ -91,6 +91,7 @@ def build_messages(
         parts.append("## Triggers\n" + "\n".join(triggers))
     if examples:
         parts.append("## Example answers (format only; use the real lines of the program)\n" + examples)
+    stable_chars = len("\n\n".join(parts)) + 2  # the same in every turn of the playbook: up to here
     parts.append("## State\n" + _state(execution, frame, settings))
     log = agent.state.session_log.tail(settings.session_log_lines)
     if log:
@@ -112,7 +113,10 @@ def build_messages(
         f'Begin with recap and plan, then `Step["{playbook.name}:{frame.line}:{step.opcode if step else "?"}"]`.'
     )
     system = SYSTEM_UNDER_GRAMMAR if under_grammar else SYSTEM
-    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content="\n\n".join(parts))]
+    return [
+        ChatMessage(role="system", content=system),
+        ChatMessage(role="user", content="\n\n".join(parts), stable_chars=stable_chars),
+    ]
 
 
 def _callables(context: TurnContext) -> list[str]:

@@ -28,6 +28,7 @@ from runtime.models.litellm_model import (
     ModelProviderError,
     register_litellm_provider,
     request_grammar,
+    request_stable_prefix,
 )
 from runtime.models.registry import (
     ModelSpecError,
@@ -67,6 +68,7 @@ __all__ = [
     "register_model_prefix",
     "registered_model_prefixes",
     "request_grammar",
+    "request_stable_prefix",
     "resolve_model",
     "unregister_model_prefix",
 ]

@@ -38,6 +38,11 @@ class ChatMessage:
     """`system`, `user` or `assistant`."""
     content: str
     """The text."""
+    stable_chars: int | None = None
+    """Marks the end of the part of the prompt that every turn of the playbook shares: this message's first
+    `stable_chars` characters, with every message before it. None: not the message where it ends. Models
+    that keep evaluated prompt prefixes (the bundled local model, on disk) keep that part; it never changes
+    the answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +65,15 @@ class ModelRequest:
     """Free-form context for models and recorders (agent, playbook, line); never sent to a provider."""
     kind: RequestKind = RequestKind.TURN
     """What is asked for (scripted models check that their next answer is for this kind of request)."""
+
+    @property
+    def stable_prefix(self) -> tuple[int, int] | None:
+        """(message index, characters) where the prompt's stable part ends: the first message that marks it
+        (`ChatMessage.stable_chars`); None when none does."""
+        for index, message in enumerate(self.messages):
+            if message.stable_chars is not None:
+                return index, message.stable_chars
+        return None
 
     def prompt_hash(self) -> str:
         """A stable hash of what determines the answer: the messages and sampling settings (not metadata)."""

@@ -8,7 +8,8 @@ litellm is imported on the first call only (it takes seconds to import), with
 Providers of our own (the bundled local model) plug in through litellm's custom-provider hook:
 `register_litellm_provider("local", factory)` makes `local/<model>` strings reach the handler `factory()`
 builds, a `litellm.CustomLLM`. Such providers receive the request's GBNF grammar in
-`optional_params["extra_body"]["grammar"]`; `request_grammar(optional_params)` reads it.
+`optional_params["extra_body"]["grammar"]`; `request_grammar(optional_params)` reads it. They also learn
+where the prompt's stable part ends (`ModelRequest.stable_prefix`) through `request_stable_prefix`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ INSTALL_HINT = "pip install 'pal-bridge[llm]'"
 
 GRAMMAR_FIELD = "grammar"
 """The `extra_body` key that carries a request's GBNF grammar to providers that accept one."""
+STABLE_PREFIX_FIELD = "pal_stable_prefix"
+"""The `extra_body` key that tells custom providers where a request's stable prompt part ends."""
 
 RESERVED_EXTRA = {
     "model": "it is the model string",
@@ -105,6 +108,21 @@ def register_litellm_provider(
 def registered_litellm_providers() -> tuple[str, ...]:
     """The prefixes registered with `register_litellm_provider`."""
     return tuple(sorted(_providers))
+
+
+def request_stable_prefix(optional_params: Mapping[str, Any]) -> tuple[int, int] | None:
+    """Where the request's stable prompt part ends (`ModelRequest.stable_prefix`), as LiteLLMModel sent it
+    to a custom provider; None when it did not."""
+    extra_body = optional_params.get("extra_body")
+    if isinstance(extra_body, Mapping):
+        found = extra_body.get(STABLE_PREFIX_FIELD)
+        if (
+            isinstance(found, list | tuple)
+            and len(found) == 2
+            and all(isinstance(part, int) and not isinstance(part, bool) for part in found)
+        ):
+            return found[0], found[1]
+    return None
 
 
 def request_grammar(optional_params: Mapping[str, Any]) -> str | None:
@@ -271,9 +289,14 @@ class LiteLLMModel:
         if self.timeout is not None:
             # litellm hands this to the HTTP client; our own deadline below also covers custom providers.
             arguments["timeout"] = self.timeout
+        extra_body = dict(arguments.get("extra_body") or {})
         if request.grammar is not None and self.sends_grammar():
-            extra_body = dict(arguments.get("extra_body") or {})
             extra_body[GRAMMAR_FIELD] = request.grammar
+        stable_prefix = request.stable_prefix
+        if stable_prefix is not None and (self.provider or "") in _providers:
+            # Only for our own in-process providers: an HTTP API would refuse a field it does not know.
+            extra_body[STABLE_PREFIX_FIELD] = list(stable_prefix)
+        if extra_body:
             arguments["extra_body"] = extra_body
         return arguments
 

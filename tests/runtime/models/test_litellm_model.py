@@ -21,8 +21,10 @@ from runtime.models import (
     ModelTimeout,
     register_litellm_provider,
     request_grammar,
+    request_stable_prefix,
 )
 from runtime.models.litellm_model import INSTALL_HINT, import_litellm, registered_litellm_providers
+from runtime.models.base import ChatMessage, ModelRequest
 from tests.runtime.models.helpers import SYSTEM, ask
 
 pytestmark = [
@@ -61,6 +63,7 @@ def _handler(behaviour: str) -> Any:
                 "messages": kwargs["messages"],
                 "optional_params": kwargs["optional_params"],
                 "grammar": request_grammar(kwargs["optional_params"]),
+                "stable_prefix": request_stable_prefix(kwargs["optional_params"]),
             }
             model_response.choices[0].message.content = json.dumps(seen)
             return model_response
@@ -217,6 +220,25 @@ async def test_the_grammar_goes_only_where_it_is_accepted() -> None:
     assert (await _seen(LiteLLMModel("paltest-echo/tiny")))["grammar"] is None  # no grammar asked
     # litellm's own providers get no grammar unless told (they would reject an unknown field)
     assert "extra_body" not in LiteLLMModel("openai/gpt-4o-mini").arguments(ask("x", grammar=GRAMMAR))
+
+
+async def test_where_the_stable_part_ends_reaches_our_own_providers_only() -> None:
+    stable = "## Agent Desk\n\n"
+    request = ModelRequest(
+        messages=(
+            ChatMessage(role="system", content=SYSTEM),
+            ChatMessage(role="user", content=stable + "## State\n$x = 1", stable_chars=len(stable)),
+        )
+    )
+    assert request.stable_prefix == (1, len(stable))
+    with anyio.fail_after(BOUND):
+        seen = json.loads((await LiteLLMModel("paltest-echo/tiny").complete(request)).text)
+    assert seen["stable_prefix"] == [1, len(stable)]
+    assert seen["messages"][1]["content"] == stable + "## State\n$x = 1"  # the text itself is unchanged
+    assert (await _seen(LiteLLMModel("paltest-echo/tiny")))["stable_prefix"] is None  # nothing marked
+    # An HTTP API would refuse the field: litellm's own providers never get it.
+    assert "extra_body" not in LiteLLMModel("openai/gpt-4o-mini").arguments(request)
+    assert request.prompt_hash() == ask(stable + "## State\n$x = 1").prompt_hash()  # it never changes answers
 
 
 async def test_a_grammar_joins_extra_body_given_in_extra() -> None:
