@@ -292,6 +292,7 @@ class Turn:
     max_tokens: int
     temperature: float
     seed: int | None
+    stable_prefix: tuple[int, int] | None
 
 
 def _threads() -> int:
@@ -331,6 +332,7 @@ def _record(name: str, replies: list[str]) -> list[Turn]:
                     max_tokens=request.max_tokens,
                     temperature=request.temperature,
                     seed=request.seed,
+                    stable_prefix=request.stable_prefix,
                 )
             )
             return await model.complete(request)
@@ -396,9 +398,12 @@ def _bare_turn(llama, turn: Turn) -> tuple[str, int, float]:  # type: ignore[no-
 def turns() -> None:
     """Seconds and prompt tokens evaluated per turn: before (bare llama-cpp-python, every prompt from scratch,
     the full system prompt), then the requests the runtime sends now (the short system prompt under a
-    grammar): bare, ours without reuse, ours with reuse (runtime.prompt puts the parts that change every turn
-    after the example turns, so the reuse covers the system prompt, the program and the examples). Same
-    answers: bare and ours on the same requests."""
+    grammar): bare, ours without reuse, ours on the first run of the program on this machine (reuse within
+    the process; the stable part of the prompt is saved to the prefix cache), and ours when the program ran
+    before (a new process whose first turn loads the stable part from the prefix cache). Same answers: bare
+    and ours on the same requests."""
+    import tempfile
+
     from runtime.local.model import LocalEngine, find_bundled_model
 
     threads = _threads()
@@ -407,37 +412,47 @@ def turns() -> None:
         "before": "before (bare, full prompt)",
         "bare": "bare, short prompt",
         "fresh": "ours, no reuse",
-        "reuse": "ours, reuse",
+        "first": "ours, first run",
+        "again": "ours, ran before",
     }
     print(
         f"same requests replayed, {threads} thread(s); per turn: wall seconds, CPU seconds of this process,"
         " prompt tokens evaluated\n"
         f"{'program':22}{'turns':>6}  "
         + "  ".join(f"{label:>26}" for label in labels.values())
-        + f"  {'before / ours with reuse, wall, CPU':>32}  same answers"
+        + f"  {'before / first run, wall, CPU':>30}  {'before / ran before, wall, CPU':>30}  same answers"
     )
     totals = {key: [0.0, 0.0, 0.0] for key in labels}
     count = 0
     for name, requests in recorded.items():
-        # A fresh process per program: nothing cached from another program's turns.
+        # A fresh process per program: nothing cached from another program's turns, an empty prefix cache.
         bare = _bare(threads)
-        engines = {
-            "fresh": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads, reuse_prompt=False)),
-            "reuse": LocalEngine(find_bundled_model(), LocalSettings(n_threads=threads)),
-        }
-        figures = {key: [0.0, 0.0, 0.0] for key in labels}
-        same = 0
-        for turn in requests:
-            _timed_bare_turn(bare, _with_full_system_prompt(turn), figures["before"])
-            answers = [_timed_bare_turn(bare, turn, figures["bare"])]
-            for key, local in engines.items():
-                cpu = time.process_time()
-                generation = _generate(local, turn)
-                figures[key][0] += generation.seconds
-                figures[key][1] += time.process_time() - cpu
-                figures[key][2] += generation.evaluated_tokens
-                answers.append(generation.text)
-            same += len(set(answers)) == 1
+        with tempfile.TemporaryDirectory(prefix="pal-bench-prefixes-") as folder:
+            engines = {
+                "fresh": LocalEngine(
+                    find_bundled_model(), LocalSettings(n_threads=threads, reuse_prompt=False)
+                ),
+                "first": LocalEngine(
+                    find_bundled_model(), LocalSettings(n_threads=threads, prefix_cache=Path(folder))
+                ),
+                # Another process, later: "first" has saved the stable part by the time this one needs it.
+                "again": LocalEngine(
+                    find_bundled_model(), LocalSettings(n_threads=threads, prefix_cache=Path(folder))
+                ),
+            }
+            figures = {key: [0.0, 0.0, 0.0] for key in labels}
+            same = 0
+            for turn in requests:
+                _timed_bare_turn(bare, _with_full_system_prompt(turn), figures["before"])
+                answers = [_timed_bare_turn(bare, turn, figures["bare"])]
+                for key, local in engines.items():
+                    cpu = time.process_time()
+                    generation = _generate(local, turn)
+                    figures[key][0] += generation.seconds
+                    figures[key][1] += time.process_time() - cpu
+                    figures[key][2] += generation.evaluated_tokens
+                    answers.append(generation.text)
+                same += len(set(answers)) == 1
         count += len(requests)
         for key in totals:
             totals[key] = [total + part for total, part in zip(totals[key], figures[key], strict=True)]
@@ -464,6 +479,7 @@ def _generate(local, turn: Turn):  # type: ignore[no-untyped-def]
         temperature=turn.temperature,
         seed=turn.seed,
         grammar=turn.grammar,
+        stable_prefix=turn.stable_prefix,
     )
 
 
@@ -474,9 +490,12 @@ def _turn_row(name: str, turns: int, figures: dict[str, list[float]], same: str)
         for key in figures
     )
     before = figures["before"]
-    reuse = figures["reuse"]
-    ratios = f"{before[0] / max(reuse[0], 1e-9):.2f}x, {before[1] / max(reuse[1], 1e-9):.2f}x"
-    print(f"{name:22}{turns:>6}  {cells}  {ratios:>32}  {same}", flush=True)
+
+    def ratios(key: str) -> str:
+        ours = figures[key]
+        return f"{before[0] / max(ours[0], 1e-9):.2f}x, {before[1] / max(ours[1], 1e-9):.2f}x"
+
+    print(f"{name:22}{turns:>6}  {cells}  {ratios('first'):>30}  {ratios('again'):>30}  {same}", flush=True)
 
 
 def _demo_turn() -> Turn:

@@ -36,9 +36,20 @@ from typing import Any
 from runtime.local.cpu import choose_threads
 from runtime.local.gbnf_check import GbnfError, parse_gbnf
 from runtime.local.llama_grammar import INSTALL_HINT, check_grammar, import_llama_cpp, vocabulary
+from runtime.local.prefix_cache import (
+    DEFAULT_BUDGET_BYTES,
+    PrefixCache,
+    default_prefix_cache_folder,
+    engine_identity,
+)
 from runtime.local.sampling import Sampling, write_answer
 from runtime.models.base import ModelError, ModelNotAvailable
-from runtime.models.litellm_model import LiteLLMModel, register_litellm_provider, request_grammar
+from runtime.models.litellm_model import (
+    LiteLLMModel,
+    register_litellm_provider,
+    request_grammar,
+    request_stable_prefix,
+)
 from runtime.models.progress import ModelProgress, ProgressListener, progress_listener
 from runtime.models.registry import ModelSpecError, register_model_prefix
 
@@ -95,11 +106,17 @@ class LocalSettings:
     """Take the chunks a prompt shares with the previous call's prompt from the cache (same answers)."""
     chunk_tokens: int = CHUNK_TOKENS
     """Tokens per prompt chunk (see the module docstring)."""
+    prefix_cache: Path | None = None
+    """A folder for evaluated prompt prefixes kept across processes (runtime.local.prefix_cache); None: none.
+    `from_environment` gives the default folder unless `PAL_LOCAL_PREFIX_CACHE=off`."""
+    prefix_cache_bytes: int = DEFAULT_BUDGET_BYTES
+    """How large that folder may grow before its least recently used files are deleted."""
 
     @classmethod
     def from_environment(cls) -> LocalSettings:
-        """Settings from `PAL_LOCAL_THREADS` and `PAL_LOCAL_CONTEXT` where set, defaults elsewhere."""
-        values: dict[str, int] = {}
+        """Settings from `PAL_LOCAL_THREADS`, `PAL_LOCAL_CONTEXT` and `PAL_LOCAL_PREFIX_CACHE` where set,
+        defaults elsewhere (the prefix cache in pal-bridge's cache folder)."""
+        values: dict[str, Any] = {"prefix_cache": default_prefix_cache_folder()}
         for name, variable in (("n_threads", THREADS_ENV), ("n_ctx", CONTEXT_ENV)):
             text = os.environ.get(variable, "").strip()
             if text and not (name == "n_threads" and text == "auto"):
@@ -109,7 +126,7 @@ class LocalSettings:
         return cls(**values)
 
     def __post_init__(self) -> None:
-        for name in ("n_threads", "n_ctx", "chunk_tokens"):
+        for name in ("n_threads", "n_ctx", "chunk_tokens", "prefix_cache_bytes"):
             value = getattr(self, name)
             if name == "n_threads" and value is None:
                 continue
@@ -170,7 +187,9 @@ class Generation:
     seconds: float
     """Wall time of the call (prompt and answer; not the wait for an earlier call to finish)."""
     reused_tokens: int = 0
-    """Prompt tokens taken from the previous call's cache."""
+    """Prompt tokens not evaluated: taken from the previous call's KV cache or from the prefix cache."""
+    loaded_tokens: int = 0
+    """Of `reused_tokens`, those loaded from the prefix cache on disk (0 when the previous call's were used)."""
     prompt_seconds: float = 0.0
     """Of `seconds`, the time spent evaluating the prompt."""
     threads: int = 0
@@ -202,6 +221,7 @@ class LocalEngine:
         self._threads = 0
         self._chunked: list[int] = []
         """The previous prompt's whole chunks, as held in the KV cache."""
+        self._prefixes: PrefixCache | None = None
         self.load_seconds: float | None = None
         """How long loading took (None until loaded)."""
         self.generations: deque[Generation] = deque(maxlen=1000)
@@ -239,6 +259,14 @@ class LocalEngine:
                 bos_token=llama._model.token_get_text(bos) if bos != -1 else "",
                 stop_token_ids=[eos],
             )
+            if self.settings.prefix_cache is not None:
+                self._prefixes = PrefixCache(
+                    self.settings.prefix_cache,
+                    identity=engine_identity(
+                        self.path, chunk_tokens=self.settings.chunk_tokens, n_ctx=self.settings.n_ctx
+                    ),
+                    budget_bytes=self.settings.prefix_cache_bytes,
+                )
             self._llama, self._threads = llama, threads
             self.load_seconds = time.perf_counter() - started
         return self._llama
@@ -253,8 +281,11 @@ class LocalEngine:
         stop: Sequence[str] = (),
         grammar: str | None = None,
         progress: ProgressListener | None = None,
+        stable_prefix: tuple[int, int] | None = None,
     ) -> Generation:
-        """Answer chat `messages`, under `grammar` (GBNF) when given; `progress` hears how far it is."""
+        """Answer chat `messages`, under `grammar` (GBNF) when given; `progress` hears how far it is.
+        `stable_prefix` (message index, characters) says where the part of the prompt that every turn of the
+        playbook shares ends (`ModelRequest.stable_prefix`); with a prefix cache, that part is kept on disk."""
         with self._lock:
             llama = self._loaded()
             if grammar is not None:
@@ -266,9 +297,8 @@ class LocalEngine:
                 except GbnfError as exc:
                     shown = grammar if len(grammar) <= _GRAMMAR_SHOWN else grammar[:_GRAMMAR_SHOWN] + "\n..."
                     raise LocalGrammarError(f"{exc}\n--- grammar ---\n{shown}") from exc
-            formatted = self._formatter(
-                messages=[{"role": message["role"], "content": message["content"]} for message in messages]
-            )
+            chat = [{"role": message["role"], "content": message["content"]} for message in messages]
+            formatted = self._formatter(messages=chat)
             tokens = llama.tokenize(
                 formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
             )
@@ -280,7 +310,10 @@ class LocalEngine:
             threads = self._use_threads(llama)
             started = time.perf_counter()
             report = _Reporter(progress, self.name, len(tokens), threads, started)
-            reused = self._evaluate_prompt(llama, tokens, report)
+            stable = self._stable_tokens(
+                llama, chat, stable_prefix, formatted.prompt, tokens, add_bos=not formatted.added_special
+            )
+            reused, loaded = self._evaluate_prompt(llama, tokens, report, stable)
             prompt_seconds = time.perf_counter() - started
             answer = write_answer(
                 llama,
@@ -297,6 +330,7 @@ class LocalEngine:
                 completion_tokens=answer.tokens,
                 seconds=time.perf_counter() - started,
                 reused_tokens=reused,
+                loaded_tokens=loaded,
                 prompt_seconds=prompt_seconds,
                 threads=threads,
                 grammar_refusals=answer.refusals,
@@ -315,34 +349,83 @@ class LocalEngine:
             self._threads = threads
         return threads
 
-    def _evaluate_prompt(self, llama: Any, tokens: list[int], report: _Reporter) -> int:
-        """Evaluate `tokens` in fixed chunks, starting after the whole chunks the previous prompt shares
-        with it; returns how many tokens were reused. The last chunk is always evaluated (its logits give
-        the first answer token), so at most the whole chunks before the last token are reused."""
+    def _stable_tokens(
+        self,
+        llama: Any,
+        chat: list[dict[str, str]],
+        stable_prefix: tuple[int, int] | None,
+        prompt: str,
+        tokens: list[int],
+        *,
+        add_bos: bool,
+    ) -> int:
+        """How many of `tokens` belong to the prompt's stable part: the tokens of the formatted prompt up to
+        where the stable text ends, as far as they agree with the whole prompt's tokens."""
+        if stable_prefix is None or self._prefixes is None:
+            return 0
+        index, chars = stable_prefix
+        if not 0 <= index < len(chat) or chars < 0:
+            return 0
+        cut = [*chat[:index], {**chat[index], "content": chat[index]["content"][:chars]}]
+        cut_prompt = self._formatter(messages=cut).prompt
+        head = prompt[: _common_length(cut_prompt, prompt)]
+        agreed = _common_length(llama.tokenize(head.encode("utf-8"), add_bos=add_bos, special=True), tokens)
+        # The last token of a cut text may merge with what follows it in the whole prompt.
+        return max(agreed - 1, 0)
+
+    def _evaluate_prompt(
+        self, llama: Any, tokens: list[int], report: _Reporter, stable: int
+    ) -> tuple[int, int]:
+        """Evaluate `tokens` in fixed chunks, starting after the whole chunks already in the KV cache: those
+        the previous prompt shares with this one, or the stable part's whole chunks from the prefix cache
+        when they are more. Returns (tokens reused, of them loaded from disk). The last chunk is always
+        evaluated (its logits give the first answer token), so at most the whole chunks before the last
+        token are reused. When the prefix cache lacks the stable part, it is saved once evaluated."""
         import llama_cpp
 
         size = self.settings.chunk_tokens
+        last_whole = (len(tokens) - 1) // size * size
         reused = 0
+        memory = llama_cpp.llama_get_memory(llama.ctx)
         if self.settings.reuse_prompt:
-            shared = 0
-            for old, new in zip(self._chunked, tokens, strict=False):
-                if old != new:
-                    break
-                shared += 1
-            reused = min(shared // size, (len(tokens) - 1) // size) * size
+            reused = min(_common_length(self._chunked, tokens) // size * size, last_whole)
             # Models whose memory cannot be cut at a position (recurrent ones) start from scratch.
-            memory = llama_cpp.llama_get_memory(llama.ctx)
             if reused and not llama_cpp.llama_memory_seq_rm(memory, 0, reused, -1):
                 reused = 0
+        cached = min(stable // size * size, last_whole) if self.settings.reuse_prompt else 0
+        entry = self._prefixes.entry(tokens[:cached]) if self._prefixes is not None and cached else None
+        loaded = 0
+        if entry is not None and cached > reused and entry.path.is_file():
+            self._chunked = []
+            # Whether or not it works, loading replaces what the memory held.
+            reused = loaded = cached if self._prefixes.load(llama, entry) else 0
+            if loaded:
+                llama.input_ids[:cached] = tokens[:cached]
+                entry = None
         if not reused:
             llama.reset()
+            llama_cpp.llama_memory_clear(memory, True)
         llama.n_tokens = reused
         report.reused = reused
         for start in range(reused, len(tokens), size):
             llama.eval(tokens[start : start + size])
             report.prompt_chunk(llama.n_tokens - reused)
+            if entry is not None and llama.n_tokens == cached:
+                if not entry.path.is_file():  # the first process to evaluate this prefix keeps it
+                    self._prefixes.save(llama, entry)
+                entry = None
         self._chunked = tokens[: len(tokens) // size * size]
-        return reused
+        return reused, loaded
+
+
+def _common_length(first: Sequence[Any], second: Sequence[Any]) -> int:
+    """How many items (characters, tokens) the two sequences share at their start."""
+    shared = 0
+    for ours, theirs in zip(first, second, strict=False):
+        if ours != theirs:
+            break
+        shared += 1
+    return shared
 
 
 class _Reporter:
@@ -431,6 +514,7 @@ def _handler() -> Any:
                 stop=[stop] if isinstance(stop, str) else list(stop),
                 grammar=request_grammar(optional_params) or optional_params.get("grammar"),
                 progress=progress_listener(),
+                stable_prefix=request_stable_prefix(optional_params),
             )
             model_response.choices[0].message.content = generation.text
             model_response.model = f"{PROVIDER}/{model}"
