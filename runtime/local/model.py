@@ -404,7 +404,7 @@ class LocalEngine:
                 entry = None
         if not reused:
             llama.reset()
-            llama_cpp.llama_memory_clear(memory, True)
+            llama_cpp.llama_memory_clear(memory, False)
         llama.n_tokens = reused
         report.reused = reused
         for start in range(reused, len(tokens), size):

@@ -91,7 +91,7 @@ class PrefixCache:
         import llama_cpp
 
         memory = llama_cpp.llama_get_memory(llama.ctx)
-        llama_cpp.llama_memory_clear(memory, True)
+        llama_cpp.llama_memory_clear(memory, False)
         capacity = len(entry.tokens)
         found = (llama_cpp.llama_token * capacity)()
         count = ctypes.c_size_t(0)
@@ -99,7 +99,7 @@ class PrefixCache:
             llama.ctx, os.fsencode(entry.path), 0, found, capacity, ctypes.byref(count)
         )
         if read == 0 or count.value != capacity or tuple(found) != entry.tokens:
-            llama_cpp.llama_memory_clear(memory, True)
+            llama_cpp.llama_memory_clear(memory, False)
             self.problems.append(f"{entry.path}: not a saved state of this prefix; evaluating it instead")
             with contextlib.suppress(OSError):  # so that the evaluated prefix is saved in its place
                 entry.path.unlink()
