@@ -23,8 +23,8 @@ from runtime.models import (
     request_grammar,
     request_stable_prefix,
 )
-from runtime.models.litellm_model import INSTALL_HINT, import_litellm, registered_litellm_providers
 from runtime.models.base import ChatMessage, ModelRequest
+from runtime.models.litellm_model import INSTALL_HINT, import_litellm, registered_litellm_providers
 from tests.runtime.models.helpers import SYSTEM, ask
 
 pytestmark = [
