@@ -81,8 +81,11 @@ def test_settings_are_checked_and_read_from_the_environment(monkeypatch: pytest.
         LocalSettings(n_threads=0)
     with pytest.raises(ValueError, match="chunk_tokens must be a positive integer"):
         LocalSettings(chunk_tokens=0)
+    with pytest.raises(ValueError, match="prefix_cache_bytes must be a positive integer"):
+        LocalSettings(prefix_cache_bytes=0)
     monkeypatch.delenv("PAL_LOCAL_THREADS", raising=False)
     monkeypatch.delenv("PAL_LOCAL_CONTEXT", raising=False)
+    monkeypatch.setenv("PAL_LOCAL_PREFIX_CACHE", "off")  # test_prefix_cache_folder.py covers the folder
     assert LocalSettings.from_environment() == LocalSettings()  # threads chosen per call
     monkeypatch.setenv("PAL_LOCAL_THREADS", "auto")
     assert LocalSettings.from_environment().n_threads is None
