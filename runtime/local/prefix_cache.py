@@ -22,15 +22,19 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import logging
 import os
 import tempfile
 import time
 from array import array
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from runtime.paths import cache_folder
+
+logger = logging.getLogger("runtime.local")
 
 CACHE_ENV = "PAL_LOCAL_PREFIX_CACHE"
 """The folder for evaluated prompt prefixes, or `off`; default `prefix-cache` in pal-bridge's cache folder."""
@@ -75,8 +79,9 @@ class PrefixCache:
         """Everything besides the tokens that a prefix's numbers depend on (see `engine_identity`)."""
         self.budget_bytes = budget_bytes
         """The folder's size limit; the least recently used files go first."""
-        self.problems: list[str] = []
-        """Why files could not be read or written (a cache that fails only costs time; tests read this)."""
+        self.problems: deque[str] = deque(maxlen=50)
+        """The latest reasons files could not be read or written (a cache that fails only costs time; the
+        first is also logged as a warning)."""
 
     def entry(self, tokens: list[int]) -> PrefixFile:
         """The file for the prefix `tokens`."""
@@ -100,7 +105,7 @@ class PrefixCache:
         )
         if read == 0 or count.value != capacity or tuple(found) != entry.tokens:
             llama_cpp.llama_memory_clear(memory, False)
-            self.problems.append(f"{entry.path}: not a saved state of this prefix; evaluating it instead")
+            self._problem(f"{entry.path}: not a saved state of this prefix; evaluating it instead")
             with contextlib.suppress(OSError):  # so that the evaluated prefix is saved in its place
                 entry.path.unlink()
             return False
@@ -117,7 +122,7 @@ class PrefixCache:
             handle, temporary = tempfile.mkstemp(prefix=".writing-", suffix=SUFFIX, dir=self.folder)
             os.close(handle)
         except OSError as error:
-            self.problems.append(f"{self.folder}: cannot write the prefix cache: {error}")
+            self._problem(f"{self.folder}: cannot write the prefix cache: {error}")
             return False
         try:
             tokens = (llama_cpp.llama_token * len(entry.tokens))(*entry.tokens)
@@ -125,17 +130,22 @@ class PrefixCache:
                 llama.ctx, os.fsencode(temporary), 0, tokens, len(entry.tokens)
             )
             if written == 0:
-                self.problems.append(f"{entry.path}: llama.cpp could not save the state")
+                self._problem(f"{entry.path}: llama.cpp could not save the state")
                 return False
             os.replace(temporary, entry.path)  # whole or not at all, for every process reading the folder
         except OSError as error:
-            self.problems.append(f"{entry.path}: cannot write the prefix cache: {error}")
+            self._problem(f"{entry.path}: cannot write the prefix cache: {error}")
             return False
         finally:
             if os.path.exists(temporary):
                 os.unlink(temporary)
         self.trim()
         return True
+
+    def _problem(self, text: str) -> None:
+        if not self.problems:
+            logger.warning("prompt prefix cache: %s (it only saves time; PAL_LOCAL_PREFIX_CACHE=off)", text)
+        self.problems.append(text)
 
     def trim(self) -> None:
         """Delete the least recently used files until the folder is within its budget, and half-written

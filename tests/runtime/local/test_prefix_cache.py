@@ -56,7 +56,7 @@ def test_a_new_engine_loads_the_saved_prefix_and_answers_the_same(tmp_path: Path
     assert answer.evaluated_tokens < answer.prompt_tokens / 2  # the example turns are not read again
     assert _files(folder) == [saved]  # the same prefix: nothing new written
     assert earlier._prefixes is not None and later._prefixes is not None
-    assert earlier._prefixes.problems == later._prefixes.problems == []
+    assert not earlier._prefixes.problems and not later._prefixes.problems
 
 
 def test_a_damaged_file_is_not_used_and_is_replaced(tmp_path: Path) -> None:
