@@ -15,7 +15,10 @@ cache is used. A chunk's result depends only on its tokens and on the chunks bef
 a new prompt shares with the previous call's prompt, whole, are taken from llama.cpp's KV cache and
 the others are evaluated exactly as they would be from scratch: the same request gives the same answer
 in every process, whatever was asked before (tests/runtime/local/test_engine.py compares the answers).
-Consecutive turns of a playbook share the system prompt and the program, most of the prompt.
+Consecutive turns of a playbook share the system prompt and the program, most of the prompt. With a
+prefix cache (runtime.local.prefix_cache; on by default through `LocalSettings.from_environment`), the
+whole chunks of the part the prompt builder marks as shared by every turn are also kept on disk, so the
+first turn of a later process loads them instead of evaluating them, with the same answers.
 
 The CPU threads are chosen before each call from the machine's current load (runtime.local.cpu).
 """
