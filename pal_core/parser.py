@@ -4,7 +4,11 @@ Reads the seed layout (seeds 000/001) and every form the original compiler wrote
 bullet-prefixed steps, `metadata:` blocks closed by `---`, front matter, typed variables, ```python
 and ```public.json blocks, `<!-- -->` comments. Nesting follows the line numbers, not the indentation.
 
-No line is dropped: a line that cannot be placed is an error. Errors are collected for the whole
+Liberal in what it reads, as the original runtime was: compiled programs that left out a trigger's
+`T<n>` id or an `@playbook` trigger's code, or that end with a line of model chatter, are read with a
+warning each (PAL023-PAL027, `Program.warnings`); the writer then writes the canonical form.
+
+No line is dropped silently: a line that cannot be placed is an error. Errors are collected for the whole
 file and raised together as one PalSyntaxError.
 """
 
@@ -18,6 +22,24 @@ from pathlib import Path
 from typing import Any
 
 from pal_core import yamlish
+from pal_core.codes import (
+    BAD_HEADER,
+    BAD_METADATA,
+    BAD_NOTE,
+    BAD_PUBLIC_JSON,
+    BAD_PYTHON,
+    BAD_STEP,
+    BAD_TRIGGER,
+    DUPLICATE,
+    PYTHON_TRIGGER_WITHOUT_CODE,
+    TEXT_AFTER_STEPS,
+    TOO_DEEP,
+    TRIGGER_STRING,
+    TRIGGER_WITHOUT_ID,
+    UNKNOWN_SECTION,
+    UNPLACEABLE,
+    UNTERMINATED,
+)
 from pal_core.errors import SourceReporter
 from pal_core.gc_pause import paused_cyclic_gc
 from pal_core.ir import (
@@ -35,22 +57,10 @@ from pal_core.ir import (
     Trigger,
 )
 from pal_core.metadata import metadata_from_yaml
+from pal_core.outline import first_line_index, is_separator
 from pal_core.python_blocks import python_playbooks
 from pal_core.step_text import split_top_level
-
-# Stable codes of syntax errors (the validator's codes start at PAL100).
-UNPLACEABLE = "PAL001"
-BAD_HEADER = "PAL002"
-BAD_STEP = "PAL003"
-BAD_TRIGGER = "PAL004"
-BAD_NOTE = "PAL005"
-BAD_METADATA = "PAL006"
-UNTERMINATED = "PAL007"
-BAD_PYTHON = "PAL008"
-BAD_PUBLIC_JSON = "PAL009"
-UNKNOWN_SECTION = "PAL010"
-DUPLICATE = "PAL011"
-TOO_DEEP = "PAL012"
+from pal_core.triggers import number_python_triggers
 
 _STEP_RE = re.compile(
     r"(?P<indent>[ \t]*)(?:[-*+][ \t]+)?(?P<line>\d+(?:\.\d+)*)[ \t]*:[ \t]*(?P<op>[A-Za-z]+)(?:[ \t]+(?P<text>.*?))?[ \t]*\Z"
@@ -70,6 +80,14 @@ _PARAM_RE = re.compile(
 _SECTIONS = {"triggers": "triggers", "steps": "steps", "notes": "notes"}
 
 
+_LOOSE_TRIGGER_RE = re.compile(
+    r"[ \t]*(?:[-*+][ \t]+)?(?:(?P<number>\d+)[ \t]*:[ \t]*)?(?P<code>BGN|CND|EVT)\b[ \t]*:?"
+    r"(?:[ \t]*(?P<text>.*?))?[ \t]*\Z"
+)
+"""A trigger line without its `T<n>` id, as some compiled programs write it: `01:BGN At the beginning`."""
+_LIST_ITEM_START_RE = re.compile(r"[ \t]*(?:[-*+][ \t]|\d)")
+
+
 class _State(Enum):
     TOP = auto()
     AGENT_HEAD = auto()
@@ -80,6 +98,9 @@ class _State(Enum):
     STEPS = auto()
     NOTES = auto()
     AFTER_BLOCK = auto()
+
+
+_SECTION_STATES = frozenset({_State.TRIGGERS, _State.STEPS, _State.NOTES, _State.AFTER_BLOCK})
 
 
 @dataclass
@@ -145,6 +166,8 @@ class _Parser:
         self.frontmatter: dict[str, Any] = {}
         self.index = 0
         self.metadata_read = False
+        self.trailing_from: int | None = None
+        """The first line of the chatter at the end of the file, once looked for (see is_trailing_text)."""
 
     # --- diagnostics -----------------------------------------------------------------------------
 
@@ -154,12 +177,15 @@ class _Parser:
     # --- driver ----------------------------------------------------------------------------------
 
     def run(self) -> Program:
-        if self.lines and self.lines[0].strip() == "---":
+        self.index = first_line_index(self.lines)
+        if self.index < len(self.lines) and self.lines[self.index].strip() == "---":
             self.read_frontmatter()
         while self.index < len(self.lines):
             number = self.index + 1
             line = self.lines[self.index]
             self.index += 1
+            if self.state in _SECTION_STATES and is_separator(self.lines, number - 1):
+                continue  # `---` after a playbook's sections, before the next header
             self.dispatch(number, line)
         agents = [self.finish_agent(draft) for draft in self.agents]
         self.reporter.raise_if_any()
@@ -168,6 +194,7 @@ class _Parser:
             frontmatter=self.frontmatter,
             trailing_comments=tuple(text for _, text, _ in self.pending_comments),
             source=self.file,
+            warnings=self.reporter.sorted_warnings(),
         )
 
     def dispatch(self, number: int, line: str) -> None:
@@ -251,8 +278,8 @@ class _Parser:
     # --- blocks ----------------------------------------------------------------------------------
 
     def read_frontmatter(self) -> None:
-        start = 1
-        self.index = 1
+        start = self.index + 1
+        self.index = start
         body: list[tuple[int, str]] = []
         while self.index < len(self.lines):
             line = self.lines[self.index]
@@ -403,7 +430,24 @@ class _Parser:
 
     def add_python_block(self, number: int, body: list[str]) -> None:
         agent = self.agents[-1]
-        code = "\n".join(body)
+        code, rewrites = number_python_triggers("\n".join(body))
+        for rewrite in rewrites:
+            if rewrite.lone_string:
+                self.reporter.warn(
+                    TRIGGER_STRING,
+                    f"triggers={rewrite.text!r} is one string; read as the list {rewrite.written}",
+                    number + rewrite.line,
+                    rewrite.column,
+                    len(rewrite.text) + 2,
+                )
+            else:
+                self.reporter.warn(
+                    PYTHON_TRIGGER_WITHOUT_CODE,
+                    f"trigger {rewrite.text!r} has no 'T<n>:CODE' prefix; read as {rewrite.written}",
+                    number + rewrite.line,
+                    rewrite.column,
+                    len(rewrite.text) + 2,
+                )
         block_index = len(agent.python_blocks)
         agent.python_blocks.append(code)
         playbooks, problems = python_playbooks(code, block_index)
@@ -552,6 +596,9 @@ class _Parser:
 
     def read_step(self, number: int, line: str) -> None:
         match = _STEP_RE.match(line)
+        if match is None and self.is_trailing_text(number, line):
+            self.warn_trailing(number, line)
+            return
         if match is None:
             indent = len(line) - len(line.lstrip())
             self.error(
@@ -572,6 +619,8 @@ class _Parser:
 
     def read_trigger(self, number: int, line: str) -> None:
         match = _TRIGGER_RE.match(line)
+        if match is None and self.read_loose_trigger(number, line):
+            return
         if match is None:
             indent = len(line) - len(line.lstrip())
             self.error(BAD_TRIGGER, "trigger must look like 'T1:BGN At the beginning'", number, indent + 1)
@@ -584,6 +633,62 @@ class _Parser:
                 span=Span(line=number, column=match.start("id") + 1, length=len(match.group("id"))),
             )
         )
+
+    def warn_trailing(self, number: int, line: str) -> None:
+        self.reporter.warn(
+            TEXT_AFTER_STEPS,
+            f"text after the last step of playbook {self.agents[-1].playbooks[-1].name} is not a step; "
+            f"left out: {line.strip()!r}",
+            number,
+            1,
+            len(line.strip()),
+        )
+
+    def read_loose_trigger(self, number: int, line: str) -> bool:
+        """`01:BGN At the beginning` or `BGN: At the beginning`: a trigger without its id, numbered by its
+        place (a warning says so)."""
+        match = _LOOSE_TRIGGER_RE.match(line)
+        if match is None:
+            return False
+        triggers = self.agents[-1].playbooks[-1].triggers
+        trigger_id = f"T{len(triggers) + 1}"
+        text = (match.group("text") or "").strip()
+        canonical = f"{trigger_id}:{match.group('code')} {text}".rstrip()
+        self.reporter.warn(
+            TRIGGER_WITHOUT_ID,
+            f"trigger line without its 'T<n>' id; read as {canonical!r}",
+            number,
+            match.start("code") + 1 if match.group("number") is None else match.start("number") + 1,
+        )
+        triggers.append(
+            Trigger(
+                id=trigger_id,
+                code=match.group("code"),
+                text=text,
+                span=Span(line=number, column=match.start("code") + 1, length=len(match.group("code"))),
+            )
+        )
+        return True
+
+    def is_trailing_text(self, number: int, line: str) -> bool:
+        """Whether a line that is not a step is model chatter after the program's last step (a compiled
+        program's `**End output**`): after a step, unindented, not a list item, and followed by nothing but
+        blank lines to the end of the file. Such lines are left out with a warning quoting them."""
+        if (
+            line[:1] in (" ", "\t")
+            or _LIST_ITEM_START_RE.match(line)
+            or not self.agents[-1].playbooks[-1].steps
+        ):
+            return False
+        if self.trailing_from is None:
+            last = len(self.lines)
+            while last > 0 and not self.lines[last - 1].strip():
+                last -= 1
+            first = last
+            while first > 0 and _is_chatter(self.lines[first - 1]):
+                first -= 1
+            self.trailing_from = first + 1
+        return number >= self.trailing_from
 
     def read_note(self, number: int, line: str) -> None:
         match = _NOTE_RE.match(line)
@@ -643,6 +748,12 @@ class _Parser:
             comments=draft.comments,
             span=draft.span,
         )
+
+
+def _is_chatter(line: str) -> bool:
+    """A line of text that is no step and no structure (see _Parser.is_trailing_text)."""
+    stripped = line.strip()
+    return bool(stripped) and _STEP_RE.match(line) is None and not stripped.startswith(("#", "```", "<!--"))
 
 
 def _join_description(lines: list[str]) -> str:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
 from dataclasses import dataclass
 
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
 from pal_core.pysource import literal_eval, parse_python
+from pal_core.triggers import TRIGGER_RE
 
-TRIGGER_RE = re.compile(r"\s*(?P<id>T\d+)\s*:\s*(?P<code>[A-Za-z]+)\b\s?(?P<text>.*)\Z", re.DOTALL)
+__all__ = ["TRIGGER_RE", "CodeProblem", "python_playbooks"]
 
 
 @dataclass(frozen=True, slots=True)

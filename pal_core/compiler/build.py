@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pal_core.codes import BAD_HEADER, BAD_METADATA, BAD_PYTHON, DUPLICATE, TRIGGER_STRING
 from pal_core.compiler.calls import AgentCallees, Callee, CallIndex
 from pal_core.compiler.markdown import MetadataSource, SourceAgent, SourceDocument, SourceItem, SourcePlaybook
 from pal_core.compiler.names import (
@@ -16,15 +17,13 @@ from pal_core.compiler.names import (
     read_playbook_header,
     words_of,
 )
-from pal_core.compiler.phrases import trigger_code
-from pal_core.compiler.python_code import number_python_triggers
-from pal_core.compiler.reporter import BAD_HEADER, BAD_METADATA, BAD_PYTHON, DUPLICATE, Reporter
 from pal_core.compiler.steps import (
     StepContext,
     compile_steps,
     declared_types,
     returned_types,
 )
+from pal_core.errors import SourceReporter
 from pal_core.ir import (
     EMPTY_METADATA,
     Agent,
@@ -38,6 +37,7 @@ from pal_core.ir import (
 )
 from pal_core.metadata import metadata_from_yaml
 from pal_core.python_blocks import python_playbooks
+from pal_core.triggers import number_python_triggers, trigger_code
 
 
 @dataclass(slots=True, kw_only=True)
@@ -65,7 +65,7 @@ class _AgentPlan:
     """Playbooks whose header is unusable or repeated: only checked for errors."""
 
 
-def build_program(document: SourceDocument, reporter: Reporter, file: str | None) -> Program:
+def build_program(document: SourceDocument, reporter: SourceReporter, file: str | None) -> Program:
     """The Program for a markdown source tree; problems go to `reporter` (the result is then partial)."""
     plans: list[_AgentPlan] = []
     seen_agents: dict[str, int] = {}
@@ -109,7 +109,7 @@ def build_program(document: SourceDocument, reporter: Reporter, file: str | None
 # --- planning (names first: a step may call a playbook defined further down) -------------------------
 
 
-def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan:
+def _plan_agent(source: SourceAgent, reporter: SourceReporter) -> _AgentPlan:
     name: str | None = None
     if not source.line:
         pass  # the stand-in for playbooks written before any agent header; that is already reported
@@ -124,7 +124,16 @@ def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan:
     codes: list[str] = []
     python: list[Playbook] = []
     for index, block in enumerate(source.python_blocks):
-        code = number_python_triggers(block.text)
+        code, rewrites = number_python_triggers(block.text)
+        for rewrite in rewrites:
+            if rewrite.lone_string:
+                reporter.warn(
+                    TRIGGER_STRING,
+                    f"triggers={rewrite.text!r} is one string; read as the list {rewrite.written}",
+                    block.line + rewrite.line,
+                    rewrite.column,
+                    len(rewrite.text) + 2,
+                )
         codes.append(code)
         found, problems = python_playbooks(code, index)
         for problem in problems:
@@ -189,7 +198,7 @@ def _infer_returns(source: SourcePlaybook, header: PlaybookHeader) -> str:
     return "Any"
 
 
-def _metadata(source: MetadataSource | None, reporter: Reporter) -> Metadata:
+def _metadata(source: MetadataSource | None, reporter: SourceReporter) -> Metadata:
     if source is None:
         return EMPTY_METADATA
     metadata, problems = metadata_from_yaml(source.data)
@@ -239,7 +248,7 @@ def _callees(plan: _AgentPlan) -> dict[str, Callee]:
 
 
 def _build_agent(
-    plan: _AgentPlan, name: str, directory: dict[str, AgentCallees], reporter: Reporter
+    plan: _AgentPlan, name: str, directory: dict[str, AgentCallees], reporter: SourceReporter
 ) -> Agent:
     calls = CallIndex(directory[name], {other: agent for other, agent in directory.items() if other != name})
     markdown = tuple(_build_playbook(playbook, calls, reporter) for playbook in plan.playbooks)
@@ -262,7 +271,7 @@ def _build_agent(
 def _build_playbook(
     plan: _PlaybookPlan,
     calls: CallIndex,
-    reporter: Reporter,
+    reporter: SourceReporter,
 ) -> Playbook:
     source = plan.source
     context = StepContext(

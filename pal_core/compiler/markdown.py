@@ -1,7 +1,7 @@
 """Reading Playbooks markdown (`.pb`) into a source tree: agents, playbooks, sections and nested list items.
 
 Nothing is interpreted here beyond the document structure; every piece keeps its line and column so
-later stages can point at the markdown. Problems are reported to the Reporter and reading goes on, so
+later stages can point at the markdown. Problems are reported to the SourceReporter and reading goes on, so
 one pass finds them all.
 """
 
@@ -14,18 +14,21 @@ from enum import Enum, auto
 from typing import Any
 
 from pal_core import yamlish
-from pal_core.compiler.reporter import (
+from pal_core.codes import (
     BAD_METADATA,
     BAD_PUBLIC_JSON,
     BAD_STEP,
     DUPLICATE,
+    PLAIN_SECTION_LINE,
+    SECTION_LEVEL,
     TOO_DEEP,
     UNKNOWN_SECTION,
     UNPLACEABLE,
     UNTERMINATED,
-    Reporter,
 )
+from pal_core.errors import SourceReporter
 from pal_core.ir import MAX_STEP_DEPTH
+from pal_core.outline import first_line_index, is_separator
 
 _HEADING_RE = re.compile(r"(?P<hashes>#{1,6})(?:[ \t]+(?P<title>.*?))?[ \t]*\Z")
 _ITEM_RE = re.compile(r"(?P<indent>[ \t]*)(?P<bullet>[-*+]|\d{1,9}[.)])(?:[ \t]+(?P<text>.*?))?[ \t]*\Z")
@@ -65,6 +68,8 @@ class SourceItem:
     """1-based column where the text starts."""
     indent: int = 0
     """Indentation of the bullet (tabs count 4), for nesting."""
+    plain: bool = False
+    """Written as a plain line, without a bullet (a loose form of triggers)."""
     children: list[SourceItem] = field(default_factory=list)
     """Items nested under this one."""
 
@@ -165,13 +170,13 @@ def split_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def read_markdown(text: str, reporter: Reporter) -> SourceDocument:
+def read_markdown(text: str, reporter: SourceReporter) -> SourceDocument:
     """The source tree of a markdown file; problems go to `reporter`."""
     return _Reader(text, reporter).run()
 
 
 class _Reader:
-    def __init__(self, text: str, reporter: Reporter) -> None:
+    def __init__(self, text: str, reporter: SourceReporter) -> None:
         self.lines = split_lines(text)
         self.reporter = reporter
         self.document = SourceDocument()
@@ -189,12 +194,15 @@ class _Reader:
     # --- driver ------------------------------------------------------------------------------------
 
     def run(self) -> SourceDocument:
-        if self.lines and self.lines[0].strip() == "---":
+        self.index = first_line_index(self.lines)
+        if self.index < len(self.lines) and self.lines[self.index].strip() == "---":
             self.read_frontmatter()
         while self.index < len(self.lines):
             number = self.index + 1
             line = self.lines[self.index]
             self.index += 1
+            if is_separator(self.lines, number - 1):
+                continue  # `---` between agents or playbooks: markdown's rule, not text
             self.dispatch(number, line)
         self.document.trailing_comments.extend(text for text, _ in self.pending_comments)
         return self.document
@@ -216,6 +224,18 @@ class _Reader:
                 self.start_agent(number, title)
                 return
             if level == 2:
+                if self.in_playbook() and title.lower().rstrip(":").strip() in _SECTION_NAMES:
+                    # `## Steps` one level up, as some authors write it: a section, not a playbook.
+                    self.reporter.warn(
+                        SECTION_LEVEL,
+                        f"'## {title}' inside playbook {self.document.agents[-1].playbooks[-1].title!r} is "
+                        f"read as its '### {title}' section; write sections with '###'",
+                        number,
+                        1,
+                        len(line.rstrip()),
+                    )
+                    self.start_section(number, title, column)
+                    return
                 self.start_playbook(number, title, column)
                 return
             if level == 3:
@@ -314,14 +334,17 @@ class _Reader:
         )
         self.state = _State.PLAYBOOK_HEAD
 
-    def start_section(self, number: int, title: str, column: int) -> None:
-        self.pending_comments.clear()
-        in_playbook = self.state in (
+    def in_playbook(self) -> bool:
+        """Whether the line being read is inside a playbook (its head, description or sections)."""
+        return self.state in (
             _State.PLAYBOOK_HEAD,
             _State.PLAYBOOK_DESCRIPTION,
             _State.SECTION,
-        ) or (self.state is _State.SKIP and self.document.agents and self.document.agents[-1].playbooks)
-        if not in_playbook:
+        ) or bool(self.state is _State.SKIP and self.document.agents and self.document.agents[-1].playbooks)
+
+    def start_section(self, number: int, title: str, column: int) -> None:
+        self.pending_comments.clear()
+        if not self.in_playbook():
             self.reporter.error(
                 UNPLACEABLE,
                 f"'### {title}' outside a playbook; put it under a '## Playbook name' header",
@@ -394,6 +417,22 @@ class _Reader:
             self.blank_since_item = False
             return
         indented = line[:1] in (" ", "\t")
+        plain_trigger = self.section_name == "triggers" and not indented
+        if plain_trigger and (not self.open_items or self.open_items[-1].plain or self.blank_since_item):
+            # `At the beginning` without a bullet: one trigger per line, as some authors write them.
+            text = line.strip()
+            self.reporter.warn(
+                PLAIN_SECTION_LINE,
+                f"trigger {text!r} is not a list item; read as '- {text}'",
+                number,
+                1,
+                len(text),
+            )
+            item = SourceItem(text=text, line=number, column=1, plain=True)
+            self.section.append(item)
+            self.open_items = [item]
+            self.blank_since_item = False
+            return
         if self.open_items and (indented or not self.blank_since_item):
             # A continuation line of the last item (indented, or a lazy continuation right under it).
             last = self.open_items[-1]
@@ -411,7 +450,8 @@ class _Reader:
     # --- blocks ------------------------------------------------------------------------------------
 
     def read_frontmatter(self) -> None:
-        self.index = 1
+        start = self.index + 1
+        self.index = start
         body: list[tuple[int, str]] = []
         while self.index < len(self.lines):
             line = self.lines[self.index]
@@ -421,7 +461,7 @@ class _Reader:
                 self.document.frontmatter = data if data is not None else {}
                 return
             body.append((self.index, line))
-        self.reporter.error(UNTERMINATED, "front matter opened with '---' is never closed", 1, 1, 3)
+        self.reporter.error(UNTERMINATED, "front matter opened with '---' is never closed", start, 1, 3)
         self.index = len(self.lines)
 
     def metadata_may_follow(self) -> bool:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pal_core.compiler.reporter import BAD_HEADER, Reporter
+from pal_core.codes import BAD_HEADER
+from pal_core.errors import SourceReporter
 from pal_core.ir import Parameter
 from pal_core.step_text import split_top_level
 
@@ -103,7 +104,9 @@ class PlaybookHeader:
     """The lower-case words of the name, for spotting the playbook named in a step."""
 
 
-def read_playbook_header(text: str, line: int, column: int, reporter: Reporter) -> PlaybookHeader | None:
+def read_playbook_header(
+    text: str, line: int, column: int, reporter: SourceReporter
+) -> PlaybookHeader | None:
     """Read `Name`, `Name($a, $b) -> type` or `Words with $vars`; report and return None when unusable."""
     match = _HEADER_RE.match(text)
     if match is None:
@@ -158,7 +161,7 @@ def read_playbook_header(text: str, line: int, column: int, reporter: Reporter) 
     )
 
 
-def _read_parameters(text: str, line: int, column: int, reporter: Reporter) -> list[Parameter] | None:
+def _read_parameters(text: str, line: int, column: int, reporter: SourceReporter) -> list[Parameter] | None:
     if not text.strip():
         return []
     parameters: list[Parameter] = []

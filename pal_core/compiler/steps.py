@@ -7,11 +7,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pal_core.codes import BAD_JUMP, BAD_STEP, STEP_BY_WORDS
 from pal_core.compiler import phrases
 from pal_core.compiler.calls import CallIndex
 from pal_core.compiler.markdown import SourceItem
 from pal_core.compiler.names import VARIABLE_RE, words_of
-from pal_core.compiler.reporter import BAD_JUMP, BAD_STEP, Reporter
+from pal_core.errors import SourceReporter
 from pal_core.ir import ConditionKind, Span, Step
 from pal_core.step_text import is_python_expression, literal_value, parse_condition, parse_statement
 
@@ -61,13 +62,15 @@ class _PendingJump:
     item: SourceItem
 
 
-def compile_steps(items: list[SourceItem], context: StepContext, reporter: Reporter) -> tuple[Step, ...]:
+def compile_steps(
+    items: list[SourceItem], context: StepContext, reporter: SourceReporter
+) -> tuple[Step, ...]:
     """The numbered PAL steps of a playbook's `### Steps` items."""
     return _StepCompiler(context, reporter).run(items)
 
 
 class _StepCompiler:
-    def __init__(self, context: StepContext, reporter: Reporter) -> None:
+    def __init__(self, context: StepContext, reporter: SourceReporter) -> None:
         self.context = context
         self.reporter = reporter
         # Items are mutable dataclasses (unhashable), so the first draft of each is keyed by id(); the
@@ -309,15 +312,12 @@ class _StepCompiler:
         else:
             target = self.find_by_text(phrase.text, item)
             if target is None:
-                self.reporter.error(
-                    BAD_JUMP,
-                    f"no step starts with {phrase.text!r}; "
-                    "name the step by its number, as in 'Go back to step 2'",
-                    item.line,
-                    item.column,
-                    len(item.text.strip()),
-                )
+                target = self.find_by_words(phrase.text, item)
+            if target is None:
                 return
+            bound = phrases.reference_bound(phrase.text)
+            if bound and not pending.draft.suffix:
+                pending.draft.suffix = f" {bound}"
         pending.draft.target = self.primary.get(id(target))
 
     def find_by_text(self, wanted: str, jump_item: SourceItem) -> SourceItem | None:
@@ -340,6 +340,54 @@ class _StepCompiler:
             elif after is None:
                 after = candidate
         return before or after
+
+    def find_by_words(self, wanted: str, jump_item: SourceItem) -> SourceItem | None:
+        """The step whose words best match `wanted` (`thinking to find issues, up to 2 times` names the
+        step `Think if there is any missing information...`), reported as a warning; None, with an error
+        listing the candidate steps, when no step matches well enough."""
+        candidates = [(path, item) for path, item in self.paths.items() if item is not jump_item]
+        position = {id(item): index for index, item in enumerate(self.order)}
+        jump_at = position.get(id(jump_item), len(self.order))  # an inline jump: after its line
+        scored = [(phrases.reference_score(wanted, item.text), path, item) for path, item in candidates]
+        good = [entry for entry in scored if entry[0] >= phrases.REFERENCE_THRESHOLD]
+        if good:
+            best = max(entry[0] for entry in good)
+            tied = [entry for entry in good if entry[0] == best]
+            # The nearest step before the jump (a jump goes back), else the first one after it.
+            before = [entry for entry in tied if position[id(entry[2])] < jump_at]
+            _, path, target = before[-1] if before else tied[0]
+            self.reporter.warn(
+                STEP_BY_WORDS,
+                f"no step starts with {wanted!r}; read as a jump to step {_markdown_number(path)} "
+                f"({_excerpt(target.text)!r}), the step whose words match best; name the step by its "
+                "number to be sure",
+                jump_item.line,
+                jump_item.column,
+                len(jump_item.text.strip()),
+            )
+            return target
+        ranked = sorted(scored, key=lambda entry: (-entry[0], position[id(entry[2])]))[:5]
+        listed = "; ".join(f"{_markdown_number(path)} {_excerpt(item.text)!r}" for _, path, item in ranked)
+        self.reporter.error(
+            BAD_JUMP,
+            f"no step starts with {wanted!r} or matches its words"
+            + (f"; the steps it could mean: {listed}" if listed else "")
+            + "; name the step by its number, as in 'Go back to step 2'",
+            jump_item.line,
+            jump_item.column,
+            len(jump_item.text.strip()),
+        )
+        return None
+
+
+def _markdown_number(path: tuple[int, ...]) -> str:
+    """A step's number as its author counts it: 1-based per level of the markdown list."""
+    return ".".join(str(part) for part in path)
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
 def _comparable(text: str) -> str:

@@ -12,7 +12,7 @@ import re
 
 from pal_core.ir import OPCODES, ConditionKind, Playbook, Step, YieldKind
 from pal_core.validate import rules
-from pal_core.validate.report import Location, Reporter
+from pal_core.validate.report import FindingReporter, Location
 
 # Every level two digits or more, from 01: `03`, `03.01`, `100`; never `3`, `003` or `00`.
 _NUMBER_RE = re.compile(r"(?:0[1-9]|[1-9]\d+)(?:\.(?:0[1-9]|[1-9]\d+))*\Z")
@@ -21,7 +21,7 @@ _ALTERNATIVES = frozenset({ConditionKind.OTHERWISE, ConditionKind.ELSE_IF})
 _LEAVES_BLOCK = frozenset({"RET", "JMP"})
 
 
-def check_steps(playbook: Playbook, report: Reporter, fallback: Location) -> list[Step]:
+def check_steps(playbook: Playbook, report: FindingReporter, fallback: Location) -> list[Step]:
     """Report the step problems of `playbook`; return its steps that contain a call, in program order.
 
     `fallback` locates steps that carry no span of their own.
@@ -48,7 +48,7 @@ def format_number(path: tuple[int, ...]) -> str:
 class _StepChecker:
     __slots__ = ("calls", "claimed", "fallback", "first_by_line", "jump_targets", "playbook", "report")
 
-    def __init__(self, playbook: Playbook, report: Reporter, fallback: Location) -> None:
+    def __init__(self, playbook: Playbook, report: FindingReporter, fallback: Location) -> None:
         self.playbook = playbook
         self.report = report
         self.fallback = fallback
