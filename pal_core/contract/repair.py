@@ -18,12 +18,15 @@ rewritten ("repaired: R06 ..."). Codes are stable (docs/contract.md):
   R09 a yld naming an agent or player (`yld for Player1`): `yld meeting` in a meeting, `yld agent X` for an
       agent of the program
   R10 a final yld that a YLD step right after the last written step calls for (only lines that may stay
-      unwritten between them): that YLD step is taken as executed
+      unwritten between them): that YLD step is taken as executed; likewise a `Return[...]` with no yld
+      where the next line that does work is a RET: that RET
   R11 `yld return` after a `YLD call` step that ends the playbook: the step yields, then the playbook returns
   R14 a number, boolean, list or dict set into a variable declared `str`: stored as its text (JSON)
   R15 a Step naming a trigger the answer reports fired (`Step["TooBig:T1"]` after
       `trig? Trigger["TooBig:T1:CND"]`): the trigger restated, not a step
   R13 the call a fired trigger makes, written on the line after `trig?`: attached to the trigger
+  R16 the turn ends at a YLD or RET step with another yld than the step's own (`yld call` at `YLD for
+      exit`): the step's own yield, which the program fixes (the runtime runs the step as written)
   R12 the last step written bare just before `yld call` although its work is a call the model must write
       (`Step["Main:07:QUE"] yld for call` after firing a trigger): the turn stops before that step (a turn
       that fires a trigger may execute no step: the trigger runs, then execution goes on at that step)
@@ -57,7 +60,7 @@ class Repair:
     """One rewrite applied to an answer before it was verified."""
 
     code: str
-    """`R01`..`R11`."""
+    """`R01`..`R16`."""
     message: str
     """What was rewritten, in words."""
     answer_line: int | None = None
@@ -107,7 +110,9 @@ class _Repairer:
         actions = self._say_before_step(actions)
         actions = self._bare_last_step(actions)
         actions = self._yield_words(actions)
+        actions = self._program_yield(actions)
         actions = self._implied_yield_step(actions)
+        actions = self._implied_return_step(actions)
         actions = self._return_end(actions)
         actions = self._text_values(actions)
         return actions
@@ -443,6 +448,76 @@ class _Repairer:
                 implied = StepAction(ref=self.context.step_ref(line), span=final.span)
                 return [*actions[:final_index], implied, *actions[final_index:]]
         return actions
+
+    def _implied_return_step(self, actions: list[AnswerAction]) -> list[AnswerAction]:
+        """`Return[...]` with no yld, and the next line that does work after the last written step is a RET
+        (`01:QUE Say(...)` then `02:RET`): that RET is what the answer did, taken as executed (then R07
+        adds `yld return`)."""
+        if _final_yield(actions) is not None:
+            return actions
+        returned = [action for action in actions if isinstance(action, ReturnAction)]
+        last = _last_step(actions, self.context)
+        if not returned or last is None or last.opcode == "RET" or END in self.flow.reachable(last.line):
+            return actions
+        ahead = [
+            line
+            for line in self.flow.reachable(last.line)
+            if line != END and (step := self.flow.by_line.get(line)) is not None and step.opcode == "RET"
+        ]
+        if len(ahead) != 1:
+            return actions
+        self.note(
+            "R10", f"`Return[...]` is the work of RET {ahead[0]}; that step taken as executed", returned[0]
+        )
+        implied = StepAction(ref=self.context.step_ref(ahead[0]), span=returned[0].span)
+        index = actions.index(returned[0])
+        return [*actions[:index], implied, *actions[index:]]
+
+    # --- R16 -------------------------------------------------------------------------------------
+
+    def _program_yield(self, actions: list[AnswerAction]) -> list[AnswerAction]:
+        """The turn ends at a YLD or RET step, whose yield the program fixes, with another yld
+        (`Step["Main:04:YLD"] yld call` at `04:YLD for exit`): the step's own yield. The model executed
+        that step; what the step does is the program's, not the answer's (the runtime runs the step)."""
+        final_index = _final_yield(actions)
+        last = _last_step(actions, self.context)
+        if final_index is None or last is None:
+            return actions
+        final = actions[final_index]
+        assert isinstance(final, YieldAction)
+        kind = final.target.kind
+        if kind is YieldKind.UNKNOWN:
+            return actions
+        if last.opcode == "RET":
+            # `yld call` after RET is R07's; `yld return` is right.
+            if kind in (YieldKind.RETURN, YieldKind.CALL):
+                return actions
+            target = YieldTarget(kind=YieldKind.RETURN)
+        elif last.opcode == "YLD" and last.yield_target is not None:
+            own = last.yield_target
+            if own.kind is kind and own.name == final.target.name:
+                return actions
+            if own.kind is kind and own.kind is not YieldKind.AGENT:
+                return actions
+            if (
+                kind is YieldKind.RETURN
+                and own.kind is YieldKind.CALL
+                and self.flow.successors(last.line) == {END}
+            ):
+                return actions  # R11: it yields, then the playbook returns
+            if kind is YieldKind.MEETING and own.kind is YieldKind.USER and self.context.in_meeting:
+                return actions  # in a meeting the others answer for the user
+            target = own
+        else:
+            return actions
+        self.note(
+            "R16",
+            f"`yld {_said(final.target)}` at step {last.line} ({last.opcode}"
+            + (f" for {_said(last.yield_target)}" if last.opcode == "YLD" and last.yield_target else "")
+            + f"), whose yield the program fixes: read as `yld {_said(target)}`",
+            final,
+        )
+        return [*actions[:final_index], replace(final, target=target), *actions[final_index + 1 :]]
 
     # --- R06, R07, R11 ---------------------------------------------------------------------------
 

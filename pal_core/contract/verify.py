@@ -387,6 +387,7 @@ class _Checker:
                 declared is not None
                 and call.name != declared.name
                 and not (call.name in SPEECH_CALLS and declared.name in SPEECH_CALLS)
+                and not self._spoken_for_unknown(declared, call)
             ):
                 self.add(
                     "V10",
@@ -419,6 +420,13 @@ class _Checker:
         if with_approvals:
             return tuple(calls), tuple(approvals)
         return tuple(calls)
+
+    def _spoken_for_unknown(self, declared: Call, call: Call) -> bool:
+        """`01:QUE $name = Ask(the user for their name)` names a call that nothing answers (no playbook,
+        no builtin, no remote tool): it cannot run as written, in this runtime or the original, so the
+        step is natural language. Saying it (a Say, then the step's yield) is how it is done; any other
+        call stays the step's business (V10)."""
+        return call.name in SPEECH_CALLS and self.context.callee(declared.name) is None
 
     def _check_speech(self, executed: ExecutedStep) -> None:
         """A step whose work is to say something must say it: `03:QUE Say(user, Greet the user)` executed
