@@ -57,7 +57,7 @@ from pal_core.ir import (
     Trigger,
 )
 from pal_core.metadata import metadata_from_yaml
-from pal_core.outline import first_line_index, is_separator
+from pal_core.outline import first_line_index, is_separator, unescaped
 from pal_core.python_blocks import python_playbooks
 from pal_core.step_text import split_top_level
 from pal_core.triggers import number_python_triggers
@@ -246,7 +246,7 @@ class _Parser:
             )
             in_description = True
         if in_description:
-            self.description_lines().append(line.rstrip())
+            self.description_lines().append(unescaped(line.rstrip()))
         elif self.state is _State.STEPS:
             self.read_step(number, line)
         elif self.state is _State.TRIGGERS:
@@ -375,10 +375,12 @@ class _Parser:
     def read_fence(self, number: int, line: str, language: str) -> None:
         body: list[str] = []
         start_index = self.index
+        closing = "```"
         while self.index < len(self.lines):
             current = self.lines[self.index]
             self.index += 1
             if current.strip() == "```":
+                closing = current.rstrip()  # kept as written: a description holds it
                 break
             body.append(current)
         else:
@@ -417,7 +419,7 @@ class _Parser:
             )
         if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
             # Other fenced blocks are part of a description (a prompt may show code).
-            self.description_lines().extend([line.rstrip(), *(text.rstrip() for text in body), "```"])
+            self.description_lines().extend([line.rstrip(), *(text.rstrip() for text in body), closing])
             return
         self.error(
             UNPLACEABLE,

@@ -28,7 +28,7 @@ from pal_core.codes import (
 )
 from pal_core.errors import SourceReporter
 from pal_core.ir import MAX_STEP_DEPTH
-from pal_core.outline import first_line_index, is_separator
+from pal_core.outline import first_line_index, is_separator, unescaped
 
 _HEADING_RE = re.compile(r"(?P<hashes>#{1,6})(?:[ \t]+(?P<title>.*?))?[ \t]*\Z")
 _ITEM_RE = re.compile(r"(?P<indent>[ \t]*)(?P<bullet>[-*+]|\d{1,9}[.)])(?:[ \t]+(?P<text>.*?))?[ \t]*\Z")
@@ -258,7 +258,7 @@ class _Reader:
         self.settle_comments()
         self.state = self.description_state()
         if self.state in (_State.AGENT_DESCRIPTION, _State.PLAYBOOK_DESCRIPTION):
-            self.description().append(line.rstrip())
+            self.description().append(unescaped(line.rstrip()))
         elif self.state is _State.SECTION:
             self.read_item(number, line)
         elif self.state is _State.TOP:
