@@ -119,7 +119,8 @@ def test_a_python_block_in_an_instruction_is_written_escaped() -> None:
     )
     text = write(program)
     assert (
-        "\\```python\n\\# the code\ndef solve():\n    ...\n\\```\n\\## Rules\n\\<!-- not a comment -->" in text
+        "\\```python\n\\# the code\ndef solve():\n    ...\n\\```\n\\## Rules\n\\<!-- not a comment -->"
+        in text
     )
     assert parse(text) == program
 
