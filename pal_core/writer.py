@@ -17,6 +17,7 @@ import json
 import re
 
 from pal_core import yamlish
+from pal_core.description_text import escaped, is_escapable
 from pal_core.errors import PalWriteError
 from pal_core.ir import (
     Agent,
@@ -31,7 +32,6 @@ from pal_core.ir import (
     check_depth,
 )
 from pal_core.metadata import metadata_to_yaml
-from pal_core.outline import escaped, is_escapable
 
 _STRUCTURE_RE = re.compile(r"(# |## |##\Z|### )")
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pal_core.codes import BAD_HEADER, BAD_METADATA, BAD_PYTHON, DUPLICATE, TRIGGER_STRING
+from pal_core.codes import BAD_HEADER, BAD_PYTHON, DUPLICATE, TRIGGER_STRING
 from pal_core.compiler.calls import AgentCallees, Callee, CallIndex
-from pal_core.compiler.markdown import MetadataSource, SourceAgent, SourceDocument, SourceItem, SourcePlaybook
+from pal_core.compiler.markdown import SourceAgent, SourceDocument, SourceItem, SourcePlaybook
 from pal_core.compiler.names import (
     PlaybookHeader,
     UnnamableTitle,
@@ -25,7 +25,6 @@ from pal_core.compiler.steps import (
 )
 from pal_core.errors import SourceReporter
 from pal_core.ir import (
-    EMPTY_METADATA,
     Agent,
     Metadata,
     Note,
@@ -35,7 +34,7 @@ from pal_core.ir import (
     Span,
     Trigger,
 )
-from pal_core.metadata import metadata_from_yaml
+from pal_core.outline import metadata_of
 from pal_core.python_blocks import python_playbooks
 from pal_core.triggers import number_python_triggers, trigger_code
 
@@ -120,7 +119,7 @@ def _plan_agent(source: SourceAgent, reporter: SourceReporter) -> _AgentPlan:
             name = camel_case(source.title)
         except UnnamableTitle as error:
             reporter.error(BAD_HEADER, f"cannot name the agent: {error}", source.line, 3, len(source.title))
-    metadata = _metadata(source.metadata, reporter)
+    metadata = metadata_of(source.metadata, reporter)
     codes: list[str] = []
     python: list[Playbook] = []
     for index, block in enumerate(source.python_blocks):
@@ -148,7 +147,7 @@ def _plan_agent(source: SourceAgent, reporter: SourceReporter) -> _AgentPlan:
         header = read_playbook_header(
             playbook_source.title, playbook_source.line, playbook_source.column, reporter
         )
-        playbook_metadata = _metadata(playbook_source.metadata, reporter)
+        playbook_metadata = metadata_of(playbook_source.metadata, reporter)
         if header is None:
             unusable.append(playbook_source)
             continue
@@ -196,26 +195,6 @@ def _infer_returns(source: SourcePlaybook, header: PlaybookHeader) -> str:
     if len(distinct) == 1 and None not in distinct:
         return types[0] or "Any"
     return "Any"
-
-
-def _metadata(source: MetadataSource | None, reporter: SourceReporter) -> Metadata:
-    if source is None:
-        return EMPTY_METADATA
-    metadata, problems = metadata_from_yaml(source.data)
-    for key, message in problems:
-        leaf = key.split(".")[-1]
-        line, column = _key_position(source, leaf)
-        reporter.error(BAD_METADATA, f"metadata '{key}' {message}", line, column, len(leaf))
-    return metadata
-
-
-def _key_position(source: MetadataSource, key: str) -> tuple[int, int]:
-    for number, text in source.lines:
-        stripped = text.lstrip()
-        for prefix in (f"{key}:", f"- {key}:"):
-            if stripped.startswith(prefix):
-                return number, len(text) - len(stripped) + 1 + (2 if prefix.startswith("- ") else 0)
-    return source.line, 1
 
 
 _STAND_IN = StepContext(
