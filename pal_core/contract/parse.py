@@ -30,6 +30,7 @@ import keyword
 import re
 from dataclasses import dataclass, field, replace
 
+from pal_core.contract.answer_values import ASSIGNMENT_TARGET, InlineError, parse_call, parse_value
 from pal_core.contract.dialect import is_list_dialect, to_line_contract
 from pal_core.contract.errors import (
     BAD_ARTIFACT,
@@ -62,7 +63,6 @@ from pal_core.contract.scan import (
     match_bracket_ignoring_quotes,
     skip_blanks,
 )
-from pal_core.contract.values import ASSIGNMENT_TARGET, InlineError, parse_call, parse_value
 from pal_core.ir import ArgKind, Argument, Call, Span, Variable
 from pal_core.step_text import parse_yield_target
 

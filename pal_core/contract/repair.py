@@ -51,7 +51,7 @@ from pal_core.contract.model import (
 from pal_core.contract.parse import AnswerAction, StrayCallAction
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import END
-from pal_core.ir import ArgKind, Call, Step, YieldKind, YieldTarget
+from pal_core.ir import ArgKind, Call, Opcode, Step, YieldKind, YieldTarget
 from pal_core.step_text import parse_yield_target
 
 
@@ -248,7 +248,7 @@ class _Repairer:
             # The current line itself, bare, with more steps after it: executing it would need its call and
             # would end the turn, so it can only restate where the previous turn stopped.
             later = [a for a in actions[index + 1 :] if isinstance(a, StepAction) and a.ref.line != current]
-            if step.opcode == "YLD" or step.call is None or not later or step.line in self.flow.until:
+            if step.opcode == Opcode.YLD or step.call is None or not later or step.line in self.flow.until:
                 return actions
         elif current not in self.flow.reachable(step.line):
             return actions
@@ -345,7 +345,12 @@ class _Repairer:
         step = (
             self.flow.by_line.get(last.ref.line) if last.ref.playbook == self.context.playbook.name else None
         )
-        if step is None or step.opcode != last.ref.code or last.calls or step.opcode not in ("QUE", "EXE"):
+        if (
+            step is None
+            or step.opcode != last.ref.code
+            or last.calls
+            or step.opcode not in (Opcode.QUE, Opcode.EXE)
+        ):
             return actions
         declared = step.call
         if declared is None or not (declared.name in SPEECH_CALLS or declared.natural):
@@ -407,7 +412,7 @@ class _Repairer:
 
     def _finished(self, last: Step) -> YieldTarget | None:
         """What `yld finished` means after `last`: its own ending yield, or return where the playbook ends."""
-        if last.opcode == "RET":
+        if last.opcode == Opcode.RET:
             return YieldTarget(kind=YieldKind.RETURN)
         target = last.yield_target
         if target is not None and target.kind in (YieldKind.EXIT, YieldKind.RETURN):
@@ -427,9 +432,9 @@ class _Repairer:
         assert isinstance(final, YieldAction)
         kind = final.target.kind
         own = last.yield_target
-        if kind in (YieldKind.CALL, YieldKind.UNKNOWN, YieldKind.RETURN) or last.opcode == "RET":
+        if kind in (YieldKind.CALL, YieldKind.UNKNOWN, YieldKind.RETURN) or last.opcode == Opcode.RET:
             return actions
-        if last.opcode == "YLD" and (own is None or own.kind is not YieldKind.CALL):
+        if last.opcode == Opcode.YLD and (own is None or own.kind is not YieldKind.CALL):
             return actions
         if own is not None and (own.kind is kind or own.kind is not YieldKind.CALL):
             return actions
@@ -437,7 +442,7 @@ class _Repairer:
             return actions  # yld meeting is offered after any step of a meeting
         for line, _implied in self.flow.reachable(last.line).items():
             step = self.flow.by_line.get(line)
-            if step is None or step.opcode != "YLD" or step.yield_target is None:
+            if step is None or step.opcode != Opcode.YLD or step.yield_target is None:
                 continue
             if step.yield_target.kind is kind:
                 self.note(
@@ -457,12 +462,12 @@ class _Repairer:
             return actions
         returned = [action for action in actions if isinstance(action, ReturnAction)]
         last = _last_step(actions, self.context)
-        if not returned or last is None or last.opcode == "RET" or END in self.flow.reachable(last.line):
+        if not returned or last is None or last.opcode == Opcode.RET or END in self.flow.reachable(last.line):
             return actions
         ahead = [
             line
             for line in self.flow.reachable(last.line)
-            if line != END and (step := self.flow.by_line.get(line)) is not None and step.opcode == "RET"
+            if line != END and (step := self.flow.by_line.get(line)) is not None and step.opcode == Opcode.RET
         ]
         if len(ahead) != 1:
             return actions
@@ -488,12 +493,12 @@ class _Repairer:
         kind = final.target.kind
         if kind is YieldKind.UNKNOWN:
             return actions
-        if last.opcode == "RET":
+        if last.opcode == Opcode.RET:
             # `yld call` after RET is R07's; `yld return` is right.
             if kind in (YieldKind.RETURN, YieldKind.CALL):
                 return actions
             target = YieldTarget(kind=YieldKind.RETURN)
-        elif last.opcode == "YLD" and last.yield_target is not None:
+        elif last.opcode == Opcode.YLD and last.yield_target is not None:
             own = last.yield_target
             if own.kind is kind and own.name == final.target.name:
                 return actions
@@ -513,7 +518,7 @@ class _Repairer:
         self.note(
             "R16",
             f"`yld {_said(final.target)}` at step {last.line} ({last.opcode}"
-            + (f" for {_said(last.yield_target)}" if last.opcode == "YLD" and last.yield_target else "")
+            + (f" for {_said(last.yield_target)}" if last.opcode == Opcode.YLD and last.yield_target else "")
             + f"), whose yield the program fixes: read as `yld {_said(target)}`",
             final,
         )
@@ -527,7 +532,7 @@ class _Repairer:
             return actions
         final_index = _final_yield(actions)
         final = actions[final_index] if final_index is not None else None
-        returns = last.opcode == "RET" or (
+        returns = last.opcode == Opcode.RET or (
             isinstance(final, YieldAction)
             and final.target.kind is YieldKind.RETURN
             and last.yield_target is not None
@@ -546,10 +551,14 @@ class _Repairer:
             result.append(YieldAction(target=YieldTarget(kind=YieldKind.RETURN), span=None))
             self.note("R07", "`Return[...]` where the playbook ends, without a final yld: `yld return` added")
             final_index = len(result) - 1
-        if isinstance(final, YieldAction) and final.target.kind is YieldKind.CALL and last.opcode == "RET":
+        if (
+            isinstance(final, YieldAction)
+            and final.target.kind is YieldKind.CALL
+            and last.opcode == Opcode.RET
+        ):
             result[final_index] = replace(final, target=YieldTarget(kind=YieldKind.RETURN))  # type: ignore[index]
             self.note("R07", f"`yld call` after RET at {last.line} read as `yld return`", final)
-        if last.opcode != "RET":
+        if last.opcode != Opcode.RET:
             self.note(
                 "R11",
                 f"`yld return` after step {last.line} (YLD call, the playbook's end): it yields, then returns",
@@ -565,14 +574,14 @@ class _Repairer:
                 actions[at - 1] if at else None,
             )
             final_index = at + 1 if final_index is not None else None
-        if final_index is None and last.opcode == "RET" and not returned_at_end:
+        if final_index is None and last.opcode == Opcode.RET and not returned_at_end:
             result.append(YieldAction(target=YieldTarget(kind=YieldKind.RETURN), span=None))
             self.note("R07", f"RET at {last.line} without a final yld: `yld return` added", None)
         return result
 
 
 def _ends_turn(step: Step) -> bool:
-    return step.opcode in ("YLD", "RET") or step.yield_target is not None
+    return step.opcode in (Opcode.YLD, Opcode.RET) or step.yield_target is not None
 
 
 def _after_step(result: list[AnswerAction]) -> bool:

@@ -49,12 +49,12 @@ from pal_core.contract.model import (
 from pal_core.contract.parse import StrayCallAction, parse_answer
 from pal_core.contract.repair import Repair, cnd_outcome, repair
 from pal_core.contract.turn import TurnContext
+from pal_core.declared_types import fits_type
 from pal_core.errors import PalError
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import ArgKind, Call, Step, YieldKind
 from pal_core.pysource import parse_python
 from pal_core.step_text import python_source
-from pal_core.values import fits_type
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONDITIONAL = re.compile(

@@ -31,10 +31,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.model import ReturnAction, VarAction
 from pal_core.contract.verify import ExecutedStep, VerifiedTurn
 from pal_core.ir import Playbook, PlaybookKind
-from pal_core.values import SPEECH_CALLS
 from runtime.errors import PlaybookFailed, RunError
 from runtime.models.base import ModelRequest, ModelResponse, RequestKind, Usage
 from runtime.python_api import CallInProgress, current_call
