@@ -3,6 +3,8 @@ code (docs/diagnostics.md, PAL021-PAL027), and written canonically."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pal_core.codes import READING_CODES
@@ -233,3 +235,13 @@ def test_shebang_and_separator_in_pal() -> None:
     )
     assert [agent.name for agent in program.agents] == ["A", "B"]
     assert program.warnings == ()
+
+
+@pytest.mark.parametrize("code", sorted(READING_CODES))
+def test_docs_give_every_reading_code_its_name_severity_and_example(code: str) -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    section = text.split(f"\n## {code} ", 1)[1].split("\n## PAL", 1)[0]
+    entry = READING_CODES[code]
+    assert section.startswith(entry.name)
+    assert f"**{entry.severity.value}**" in section
+    assert "```" in section
