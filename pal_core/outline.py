@@ -41,6 +41,9 @@ THEMATIC_BREAK_RE = re.compile(
 )
 """A markdown thematic break (`---`, `***`, `___`), which authors write between agents and playbooks."""
 
+_BREAK_CHARACTERS = frozenset("-*_")
+_STRUCTURE_CHARACTERS = frozenset("<`#")
+"""First characters (after indentation) of the lines that may be structure: comments, fences, headers."""
 AGENT_BLOCKS = ("python", "public.json")
 """The languages of the fenced blocks that belong to the agent wherever they stand."""
 
@@ -283,8 +286,21 @@ class _OutlineReader:
             number = self.index + 1
             line = self.lines[self.index]
             self.index += 1
-            if self.separates(number - 1):
+            first = line.lstrip()[:1]
+            # A thematic break is its character repeated (spaces between): `- 01:QUE` is not one.
+            if first in _BREAK_CHARACTERS and not line.strip(f"{first} \t") and self.separates(number - 1):
                 continue  # `---` between agents or playbooks: markdown's rule, not text
+            section = self.section
+            if (
+                section is not None
+                and self.state is _State.SECTION
+                and first
+                and first not in _STRUCTURE_CHARACTERS
+                and not self.pending
+            ):
+                # Most lines of a program are section lines: kept for the front-end with no more looking.
+                section.lines.append((number, line))
+                continue
             self.dispatch(number, line)
         self.outline.trailing_comments.extend(text for _, text, _ in self.pending)
         return self.outline

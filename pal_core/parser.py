@@ -14,6 +14,7 @@ file and raised together as one PalSyntaxError.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,7 @@ from pal_core.outline import (
 )
 from pal_core.python_blocks import python_playbooks
 from pal_core.step_text import split_top_level
-from pal_core.triggers import number_python_triggers
+from pal_core.triggers import canonical_python
 
 _STEP_RE = re.compile(
     r"(?P<indent>[ \t]*)(?:[-*+][ \t]+)?(?P<line>\d+(?:\.\d+)*)[ \t]*:[ \t]*(?P<op>[A-Za-z]+)(?:[ \t]+(?P<text>.*?))?[ \t]*\Z"
@@ -143,8 +144,8 @@ class _Parser:
         public_json_read = False
         for block in source.blocks:
             if block.language == "python":
-                code = self.python_code(block)
-                found, problems = python_playbooks(code, len(python_blocks))
+                code, module = self.python_code(block)
+                found, problems = python_playbooks(code, len(python_blocks), module)
                 for problem in problems:
                     self.error(BAD_PYTHON, problem.message, block.line + problem.line, problem.column)
                 python_blocks.append(code)
@@ -167,10 +168,11 @@ class _Parser:
             span=Span(line=source.line, column=3, length=len(source.title)),
         )
 
-    def python_code(self, block: CodeBlock) -> str:
-        """The block's code with every `@playbook` trigger in its canonical form, each change a warning."""
-        code, rewrites = number_python_triggers(block.text)
-        for rewrite in rewrites:
+    def python_code(self, block: CodeBlock) -> tuple[str, ast.Module | None]:
+        """The block's code with every `@playbook` trigger in its canonical form, each change a warning, and
+        its syntax tree when it was read already."""
+        canonical = canonical_python(block.text)
+        for rewrite in canonical.rewrites:
             if rewrite.lone_string:
                 code_name, message = (
                     TRIGGER_STRING,
@@ -186,7 +188,7 @@ class _Parser:
                 rewrite.column,
                 len(rewrite.text) + 2,
             )
-        return code
+        return canonical.code, canonical.module
 
     # --- playbooks -------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ import ast
 import json
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from pal_core.ir import TriggerCode
 from pal_core.pysource import parse_python
@@ -84,14 +85,29 @@ class TriggerRewrite:
     """`triggers="..."`: one string where a list is meant."""
 
 
-def number_python_triggers(code: str) -> tuple[str, list[TriggerRewrite]]:
+@dataclass(frozen=True, slots=True)
+class CanonicalPython:
+    """A code block with its triggers made canonical."""
+
+    code: str
+    """The code, rewritten where a trigger was not canonical."""
+    rewrites: list[TriggerRewrite]
+    """What was rewritten."""
+    module: ast.Module | None
+    """The syntax tree of `code` when nothing was rewritten (reading it again is not needed); else None."""
+
+
+def canonical_python(code: str) -> CanonicalPython:
     """`code` with every `@playbook` trigger written `T<n>:<CODE> text` (a lone string `triggers="..."`
-    becomes a list of one), and what was rewritten. Only those literals change; the rest of the code is
-    kept byte for byte. Code that does not parse is returned unchanged (reading it reports the error)."""
+    becomes a list of one), what was rewritten, and the syntax tree when nothing was (so the block is parsed
+    once). Only those literals change; the rest of the code is kept byte for byte. Code that does not parse
+    is returned unchanged (reading it reports the error)."""
+    if "triggers" not in code:
+        return CanonicalPython(code, [], None)
     try:
-        module = parse_python(code)
+        module = cast(ast.Module, parse_python(code))  # mode "exec" gives a Module
     except (SyntaxError, ValueError):
-        return code, []
+        return CanonicalPython(code, [], None)
     lines = code.split("\n")
     replacements: list[tuple[int, int, str]] = []
     rewrites: list[TriggerRewrite] = []
@@ -120,9 +136,11 @@ def number_python_triggers(code: str) -> tuple[str, list[TriggerRewrite]]:
                         lone_string=lone,
                     )
                 )
+    if not replacements:
+        return CanonicalPython(code, [], module)
     for start, end, literal in sorted(replacements, reverse=True):
         code = code[:start] + literal + code[end:]
-    return code, rewrites
+    return CanonicalPython(code, rewrites, None)
 
 
 def _trigger_strings(decorator: ast.expr) -> list[tuple[ast.Constant, int, bool]]:

@@ -53,7 +53,7 @@ Triggers and notes
   (`At the beginning`, `When program starts`, `On startup`) is BGN; text about an event, webhook,
   notification or signal, or about a message/email/request being received or arriving, is EVT;
   everything else is a condition, CND. `@playbook(triggers=[...])` strings in Python blocks get the same
-  treatment, rewritten in place as `"T1:CND ..."` (`pal_core.triggers`; a lone string `triggers="..."`
+  treatment, rewritten in place as `"T1:CND ..."` (`pal_core.triggers.canonical_python`; a lone string `triggers="..."`
   becomes a list of one, warning PAL023).
 
 Steps

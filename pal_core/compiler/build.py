@@ -36,7 +36,7 @@ from pal_core.ir import (
 )
 from pal_core.outline import metadata_of
 from pal_core.python_blocks import python_playbooks
-from pal_core.triggers import number_python_triggers, trigger_code
+from pal_core.triggers import canonical_python, trigger_code
 
 
 @dataclass(slots=True, kw_only=True)
@@ -123,8 +123,9 @@ def _plan_agent(source: SourceAgent, reporter: SourceReporter) -> _AgentPlan:
     codes: list[str] = []
     python: list[Playbook] = []
     for index, block in enumerate(source.python_blocks):
-        code, rewrites = number_python_triggers(block.text)
-        for rewrite in rewrites:
+        canonical = canonical_python(block.text)
+        code = canonical.code
+        for rewrite in canonical.rewrites:
             if rewrite.lone_string:
                 reporter.warn(
                     TRIGGER_STRING,
@@ -134,7 +135,7 @@ def _plan_agent(source: SourceAgent, reporter: SourceReporter) -> _AgentPlan:
                     len(rewrite.text) + 2,
                 )
         codes.append(code)
-        found, problems = python_playbooks(code, index)
+        found, problems = python_playbooks(code, index, canonical.module)
         for problem in problems:
             reporter.error(BAD_PYTHON, problem.message, block.line + problem.line, problem.column)
         python.extend(found)
