@@ -25,8 +25,9 @@ rewritten ("repaired: R06 ..."). Codes are stable (docs/contract.md):
   R15 a Step naming a trigger the answer reports fired (`Step["TooBig:T1"]` after
       `trig? Trigger["TooBig:T1:CND"]`): the trigger restated, not a step
   R13 the call a fired trigger makes, written on the line after `trig?`: attached to the trigger
-  R16 the turn ends at a YLD or RET step with another yld than the step's own (`yld call` at `YLD for
-      exit`): the step's own yield, which the program fixes (the runtime runs the step as written)
+  R16 the turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`) with
+      another yld (`yld call` at `YLD for exit`): the step's own yield (not at a conversation step, not
+      `yld meeting` in a meeting, not `yld return`/`exit` after an inline yield: docs/contract.md)
   R12 the last step written bare just before `yld call` although its work is a call the model must write
       (`Step["Main:07:QUE"] yld for call` after firing a trigger): the turn stops before that step (a turn
       that fires a trigger may execute no step: the trigger runs, then execution goes on at that step)
@@ -481,9 +482,9 @@ class _Repairer:
     # --- R16 -------------------------------------------------------------------------------------
 
     def _program_yield(self, actions: list[AnswerAction]) -> list[AnswerAction]:
-        """The turn ends at a YLD or RET step, whose yield the program fixes, with another yld
-        (`Step["Main:04:YLD"] yld call` at `04:YLD for exit`): the step's own yield. The model executed
-        that step; what the step does is the program's, not the answer's (the runtime runs the step)."""
+        """The turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`)
+        with another yld (`Step["Main:04:YLD"] yld call` at `04:YLD for exit`): the step's own yield. The
+        model executed that step; what the step does is the program's, not the answer's."""
         final_index = _final_yield(actions)
         last = _last_step(actions, self.context)
         if final_index is None or last is None:
@@ -498,7 +499,12 @@ class _Repairer:
             if kind in (YieldKind.RETURN, YieldKind.CALL):
                 return actions
             target = YieldTarget(kind=YieldKind.RETURN)
-        elif last.opcode == Opcode.YLD and last.yield_target is not None:
+        elif last.yield_target is not None and (
+            last.opcode == Opcode.YLD or kind not in (YieldKind.RETURN, YieldKind.EXIT)
+        ):
+            # An inline yield (`03:QUE Say(...); YLD for call`) is the program's too, but `yld return` or
+            # `yld exit` there says a RET or YLD exit after it was passed unwritten: skipped-step mutants
+            # (a RET's lines removed) end that way, so those stay the answer's to get right (V05).
             own = last.yield_target
             if own.kind is kind and own.name == final.target.name:
                 return actions
@@ -510,8 +516,14 @@ class _Repairer:
                 and self.flow.successors(last.line) == {END}
             ):
                 return actions  # R11: it yields, then the playbook returns
-            if kind is YieldKind.MEETING and own.kind is YieldKind.USER and self.context.in_meeting:
-                return actions  # in a meeting the others answer for the user
+            if (
+                kind is YieldKind.MEETING
+                and self.context.in_meeting
+                and (own.kind is YieldKind.USER or (own.kind is YieldKind.CALL and last.opcode != Opcode.YLD))
+            ):
+                return actions  # in a meeting the others answer for the user, and waiting runs the calls
+            if last.line in self.flow.until:
+                return actions  # a conversation step's yield is its own to skip when the step is done
             target = own
         else:
             return actions
