@@ -33,8 +33,7 @@ from pal_core.codes import (
 )
 from pal_core.description_text import unescaped
 from pal_core.errors import SourceReporter
-from pal_core.ir import EMPTY_METADATA, Metadata
-from pal_core.metadata import metadata_from_yaml
+from pal_core.metadata import MetadataSource
 
 THEMATIC_BREAK_RE = re.compile(
     r"[ ]{0,3}(?:-[ \t]*){3,}\Z|[ ]{0,3}(?:\*[ \t]*){3,}\Z|[ ]{0,3}(?:_[ \t]*){3,}\Z"
@@ -67,20 +66,6 @@ _BARE_KEY_RE = re.compile(r"(?P<key>[a-z_]+):(?:[ \t]|\Z)")
 
 
 # --- the outline -----------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True, kw_only=True)
-class MetadataSource:
-    """A metadata block as YAML data, with where it was written."""
-
-    data: dict[str, Any]
-    """The YAML mapping (empty when the YAML could not be read: that is already reported)."""
-    lines: list[tuple[int, str]]
-    """The block's source lines, to place errors on the key they concern."""
-    line: int
-    """1-based line where the block starts."""
-    readable: bool = True
-    """False when the YAML could not be read."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -745,18 +730,6 @@ class _OutlineReader:
             self.state = self.description_state()
 
 
-def metadata_of(source: MetadataSource | None, reporter: SourceReporter) -> Metadata:
-    """The typed metadata of a block; a value of the wrong type is an error at its key."""
-    if source is None or not source.readable:
-        return EMPTY_METADATA
-    metadata, problems = metadata_from_yaml(source.data)
-    for key, message in problems:
-        leaf = key.split(".")[-1]
-        line, column = key_position(source, leaf)
-        reporter.error(BAD_METADATA, f"metadata '{key}' {message}", line, column, len(leaf))
-    return metadata
-
-
 def public_json_of(block: CodeBlock, reporter: SourceReporter) -> tuple[Any, bool]:
     """The value of a ```public.json block (None when empty) and whether it could be read."""
     body = block.text.split("\n")
@@ -774,16 +747,6 @@ def public_json_of(block: CodeBlock, reporter: SourceReporter) -> tuple[Any, boo
     return None, False
 
 
-def key_position(source: MetadataSource, key: str) -> tuple[int, int]:
-    """Where a metadata key is written (line, column), to report a wrong value there."""
-    for number, text in source.lines:
-        stripped = text.lstrip()
-        for prefix in (f"{key}:", f"- {key}:"):
-            if stripped.startswith(prefix):
-                return number, len(text) - len(stripped) + 1 + (2 if prefix.startswith("- ") else 0)
-    return source.line, 1
-
-
 __all__ = [
     "AGENT_BLOCKS",
     "MARKDOWN",
@@ -797,7 +760,6 @@ __all__ = [
     "Section",
     "first_line_index",
     "is_separator",
-    "metadata_of",
     "public_json_of",
     "read_outline",
     "section_key",

@@ -47,12 +47,12 @@ from pal_core.ir import (
     Step,
     Trigger,
 )
+from pal_core.metadata import metadata_of
 from pal_core.outline import (
     PAL,
     CodeBlock,
     OutlineAgent,
     OutlinePlaybook,
-    metadata_of,
     public_json_of,
     read_outline,
 )

@@ -34,7 +34,7 @@ from pal_core.ir import (
     Span,
     Trigger,
 )
-from pal_core.outline import metadata_of
+from pal_core.metadata import metadata_of
 from pal_core.python_blocks import python_playbooks
 from pal_core.triggers import canonical_python, trigger_code
 

@@ -15,9 +15,9 @@ from typing import Any
 from pal_core.codes import BAD_STEP, DUPLICATE, PLAIN_SECTION_LINE, TOO_DEEP
 from pal_core.errors import SourceReporter
 from pal_core.ir import MAX_STEP_DEPTH
+from pal_core.metadata import MetadataSource
 from pal_core.outline import (
     MARKDOWN,
-    MetadataSource,
     OutlineAgent,
     OutlinePlaybook,
     Section,
