@@ -28,6 +28,8 @@ rewritten ("repaired: R06 ..."). Codes are stable (docs/contract.md):
   R16 the turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`) with
       another yld (`yld call` at `YLD for exit`): the step's own yield (not at a conversation step, not
       `yld meeting` in a meeting, not `yld return`/`exit` after an inline yield: docs/contract.md)
+  R17 a call written on a CND line that is the call of its body's first step, not written (`Step["Main:04:CND"]`
+      `Respond($message)` over `04.01:QUE Respond($message)`): the CND entered, the call moved onto that step
   R12 the last step written bare just before `yld call` although its work is a call the model must write
       (`Step["Main:07:QUE"] yld for call` after firing a trigger): the turn stops before that step (a turn
       that fires a trigger may execute no step: the trigger runs, then execution goes on at that step)
@@ -109,6 +111,7 @@ class _Repairer:
         actions = self._early_yields(actions)
         actions = self._trigger_calls(actions)
         actions = self._say_before_step(actions)
+        actions = self._call_on_decision(actions)
         actions = self._bare_last_step(actions)
         actions = self._yield_words(actions)
         actions = self._program_yield(actions)
@@ -323,6 +326,53 @@ class _Repairer:
             result.append(action)
         result.extend(waiting)  # no step follows them: the verifier reports them
         return result
+
+    # --- R17 -------------------------------------------------------------------------------------
+
+    def _call_on_decision(self, actions: list[AnswerAction]) -> list[AnswerAction]:
+        """`Step["Main:04:CND"]` `Respond($message)` where step 04's body starts with `04.01:QUE
+        Respond($message)`, not written: the call is that step's work, written on its condition's line.
+        The condition is taken as entered and the call moved onto its first step."""
+        written = {action.ref.line for action in actions if isinstance(action, StepAction)}
+        result: list[AnswerAction] = []
+        for action in actions:
+            result.append(action)
+            if not isinstance(action, StepAction) or not action.calls:
+                continue
+            step = self._own_step(action)
+            if (
+                step is None
+                or step.opcode != Opcode.CND
+                or not step.children
+                or cnd_outcome(action.note) is False
+            ):
+                continue
+            first = step.children[0]
+            declared = first.call
+            if first.line in written or first.opcode not in (Opcode.QUE, Opcode.EXE) or declared is None:
+                continue
+            # Only a call a CND may not make: a Say is allowed on any line, so a Say on a CND followed by
+            # its body's first step left out cannot be told from that step skipped (the mutant benchmark
+            # shows it: a skipped-step mutant got through).
+            if declared.name in SPEECH_CALLS or any(call.name != declared.name for call in action.calls):
+                continue
+            self.note(
+                "R17",
+                f"the call on CND {step.line} is the work of {first.line}, the first step of its body: moved onto it",
+                action,
+            )
+            result[-1] = replace(action, calls=())
+            result.append(
+                StepAction(ref=self.context.step_ref(first.line), calls=action.calls, span=action.span)
+            )
+        return result
+
+    def _own_step(self, action: StepAction) -> Step | None:
+        """The running playbook's step an action names, when its code is right."""
+        if action.ref.playbook != self.context.playbook.name:
+            return None
+        step = self.flow.by_line.get(action.ref.line)
+        return step if step is not None and step.opcode == action.ref.code else None
 
     # --- R12 -------------------------------------------------------------------------------------
 

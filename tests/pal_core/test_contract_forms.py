@@ -443,3 +443,32 @@ def test_an_answer_that_only_mentions_the_dialect_is_not_rewritten() -> None:
     text = '`Step["Main:01:QUE"]` `Say("user", "Yield control back to process queue?")`\nyld user'
     assert not any(isinstance(action, VarAction) for action in parse_answer(text).actions)
     assert [type(a).__name__ for a in parse_answer(text).actions] == ["StepAction", "YieldAction"]
+
+
+_DECISION = parse(
+    "# A\nd\n## Main() -> None\n### Steps\n01:CND While the user talks\n  01.01:QUE Respond($message)\n"
+    "  01.02:YLD user\n  01.03:JMP 01\n02:RET\n\n## Respond($message:str) -> None\n### Steps\n01:RET\n"
+)
+
+
+def _decision(*answer: str) -> VerifiedTurn:
+    agent = _DECISION.agents[0]
+    context = describe_turn(_DECISION, agent, agent.playbook("Main"), "01", variables={"message": "str"})
+    return read_turn("\n".join(("recap – r", "plan – p", *answer)), context)
+
+
+def test_r17_the_call_of_a_cnds_first_step_written_on_the_cnd_line() -> None:
+    result = _decision('`Step["Main:01:CND"]` `Respond($message)`', '`Step["Main:01.02:YLD"]`', "yld user")
+    assert repairs(result) == ["R17"]
+    assert [(step.step.line, [call.name for call in step.calls]) for step in result.steps] == [
+        ("01", []),
+        ("01.01", ["Respond"]),
+        ("01.02", []),
+    ]
+
+
+def test_r17_leaves_a_say_on_a_cnd_line_and_a_stated_no_alone() -> None:
+    with pytest.raises(ContractViolation):
+        _decision('`Step["Main:01:CND"]` no — `Respond($message)`', '`Step["Main:02:RET"]`', "yld return")
+    with pytest.raises(ContractViolation):
+        _decision('`Step["Main:01:CND"]` `Say("user", "hi")`', '`Step["Main:01.02:YLD"]`', "yld user")
