@@ -123,14 +123,11 @@ class Execution:
         touch_call()  # a playbook called from inside a Python call: that call reached back into the run
         if playbook.kind is PlaybookKind.PYTHON or playbook.kind is PlaybookKind.REMOTE:
             invoke = self._call_python if playbook.kind is PlaybookKind.PYTHON else self._call_remote
-            journal = self.run.journal
-            if journal is None:
-                result = await invoke(playbook, args, kwargs)
-            else:  # a durable run commits the result before anyone sees it, or replays it from the log
-                arguments = {**{str(index): value for index, value in enumerate(args)}, **kwargs}
-                result = await journal.call(
-                    self.agent, playbook, arguments, lambda: invoke(playbook, args, kwargs)
-                )
+            # A durable run commits the result before anyone sees it, or replays it from the log.
+            arguments = {**{str(index): value for index, value in enumerate(args)}, **kwargs}
+            result = await self.run.recorder.call(
+                self.agent, playbook, arguments, lambda: invoke(playbook, args, kwargs)
+            )
         elif playbook.metadata.meeting and self.current_meeting() is None:
             from runtime.meetings import run_meeting_as_owner
 

@@ -38,6 +38,7 @@ from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
 from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse, RequestKind
 from runtime.models.limits import check_timeout
+from runtime.recorder import NO_RECORDER, Recorder
 from runtime.remote import RemoteOpener, open_remote, remote_playbooks
 from runtime.state import Frame
 from runtime.trace import Tracer
@@ -46,7 +47,6 @@ from runtime.value_limits import DEFAULT_VALUE_LIMITS, ValueLimits
 
 if TYPE_CHECKING:
     from pal_core.contract.verify import VerifiedTurn
-    from runtime.session.journal import Journal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,6 +153,7 @@ class ProgramRun:
         grammar: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
         examples: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
         remote_connector: RemoteOpener | None = None,
+        recorder: Recorder | None = None,
     ) -> None:
         self.program = program
         self.model = model
@@ -192,9 +193,10 @@ class ProgramRun:
         self._driving = False
         self._creating: dict[str, asyncio.Future[AgentInstance]] = {}
         self.messages_to_user: list[str] = []
-        self.journal: Journal | None = None
-        """The checkpoints of a durable run (runtime.session): what the run commits before acting on it,
-        and answers from the log while a resumed run replays; None for a run nobody records."""
+        self.recorder: Recorder = recorder or NO_RECORDER
+        """Who records the run (runtime.recorder): a durable run's journal commits what the run takes in
+        before acting on it, and answers a resumed run from its log; by default nobody."""
+        self.recorder.watch(self.instances)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -387,8 +389,7 @@ class ProgramRun:
         self._finished.set()
         if status == "error":
             self._failed.set()
-            if self.journal is not None:
-                self.journal.freeze(reason, error)  # what agents do while the run unwinds is not recorded
+            self.recorder.freeze(reason, error)  # what agents do while the run unwinds is not recorded
 
     def _finish_result(self, status: str, reason: str, error: BaseException | None = None) -> RunResult:
         result = RunResult(
@@ -488,19 +489,18 @@ class ProgramRun:
         In a durable run, an answer the thread's log holds is returned from it (call id 0, no model call);
         a live answer to anything but a playbook turn is committed here (a turn's answer is committed by
         `checkpoint_answer` once the verifier has judged it)."""
-        journal = self.journal
-        if journal is not None:
-            recorded = journal.replay_answer(agent, request)
-            if recorded is not None:
-                self.trace(
-                    agent,
-                    "model_call",
-                    playbook=str(request.metadata.get("playbook", "")) or None,
-                    line=str(request.metadata.get("line", "")) or None,
-                    model_call=0,
-                    detail=f"replayed from thread {journal.thread_id}",
-                )
-                return 0, recorded
+        recorder = self.recorder
+        recorded = recorder.replay_answer(agent, request)
+        if recorded is not None:
+            self.trace(
+                agent,
+                "model_call",
+                playbook=str(request.metadata.get("playbook", "")) or None,
+                line=str(request.metadata.get("line", "")) or None,
+                model_call=0,
+                detail=f"replayed from thread {recorder.thread_id}",
+            )
+            return 0, recorded
         if self.model is None:
             raise RunError(
                 "this step needs a model and none is configured; pass --model (or set PAL_MODEL)",
@@ -520,8 +520,8 @@ class ProgramRun:
             tokens={"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens},
             detail=f"{response.model}: {len(response.text)} characters",
         )
-        if journal is not None and request.kind is not RequestKind.TURN:
-            await journal.commit_answer(agent, request, response)
+        if request.kind is not RequestKind.TURN:
+            await recorder.commit_answer(agent, request, response)
         return call_id, response
 
     async def checkpoint_answer(
@@ -535,24 +535,19 @@ class ProgramRun:
     ) -> None:
         """Commit a playbook turn's answer with the verifier's verdict (the accepted `turn`, or the broken
         rules) before any of it is applied; nothing for a run nobody records."""
-        if self.journal is not None:
-            await self.journal.commit_answer(agent, request, response, turn=turn, problems=problems)
+        await self.recorder.commit_answer(agent, request, response, turn=turn, problems=problems)
 
     async def request_user_input(self, agent: AgentInstance) -> str | None:
         """The user's next message to `agent` (None when nobody answers); a durable run commits the wait
         first and the answer before returning it, and a resumed one takes it from the log."""
         self.trace(agent, "yield", detail="waiting for user input")
         with self.current_budget().waiting_for_user():
-            if self.journal is not None:
-                return await self.journal.user_input(agent, lambda: self.human.read(agent.klass))
-            return await self.human.read(agent.klass)
+            return await self.recorder.user_input(agent, lambda: self.human.read(agent.klass))
 
     def user_reachable(self, agent: AgentInstance) -> bool:
         """Whether asking the user something (an approval) can get an answer: a human who can still answer,
         or an answer the resumed run's log already holds."""
-        if self.journal is not None and self.journal.has_recorded(agent, "input"):
-            return True
-        return self.human.interactive
+        return self.recorder.holds_user_input(agent) or self.human.interactive
 
     async def read_messages(
         self,
@@ -563,9 +558,7 @@ class ProgramRun:
         """The next batch of messages `agent` reads (`take()` takes it from its inbox); a durable run commits
         it before the agent acts on it, and a resumed one reads exactly the recorded batch (`accepts` is
         the reader's own filter)."""
-        if self.journal is None:
-            return await take()
-        return await self.journal.deliveries(agent, take, accepts)
+        return await self.recorder.deliveries(agent, take, accepts)
 
     # --- budgets ---------------------------------------------------------------------------------
 
