@@ -25,7 +25,7 @@ rewritten ("repaired: R06 ..."). Codes are stable (docs/contract.md):
   R15 a Step naming a trigger the answer reports fired (`Step["TooBig:T1"]` after
       `trig? Trigger["TooBig:T1:CND"]`): the trigger restated, not a step
   R13 the call a fired trigger makes, written on the line after `trig?`: attached to the trigger
-  R16 the turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`) with
+  R18 the turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`) with
       another yld (`yld call` at `YLD for exit`): the step's own yield (not at a conversation step, not
       `yld meeting` in a meeting, not `yld return`/`exit` after an inline yield: docs/contract.md)
   R17 a call written on a CND line that is the call of its body's first step, not written (`Step["Main:04:CND"]`
@@ -63,7 +63,7 @@ class Repair:
     """One rewrite applied to an answer before it was verified."""
 
     code: str
-    """`R01`..`R16`."""
+    """`R01`..`R18` (R16 is reserved for the values a program fixes, issue 28)."""
     message: str
     """What was rewritten, in words."""
     answer_line: int | None = None
@@ -529,7 +529,7 @@ class _Repairer:
         index = actions.index(returned[0])
         return [*actions[:index], implied, *actions[index:]]
 
-    # --- R16 -------------------------------------------------------------------------------------
+    # --- R18 -------------------------------------------------------------------------------------
 
     def _program_yield(self, actions: list[AnswerAction]) -> list[AnswerAction]:
         """The turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`)
@@ -578,7 +578,7 @@ class _Repairer:
         else:
             return actions
         self.note(
-            "R16",
+            "R18",
             f"`yld {_said(final.target)}` at step {last.line} ({last.opcode}"
             + (f" for {_said(last.yield_target)}" if last.opcode == Opcode.YLD and last.yield_target else "")
             + f"), whose yield the program fixes: read as `yld {_said(target)}`",

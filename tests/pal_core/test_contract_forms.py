@@ -325,14 +325,14 @@ def test_a_builtin_the_runtime_implements_is_known_and_loadfile_is_for_steps_onl
 )
 def test_r16_a_yld_step_yields_as_the_program_says(line: str, written: str, fixed: YieldKind) -> None:
     result = turn(line, f'`Step["Main:{line}:YLD"]`', written)
-    assert repairs(result) == ["R16"]
+    assert repairs(result) == ["R18"]
     assert result.yield_target is fixed
     assert "whose yield the program fixes" in result.repairs[0].message
 
 
 def test_r16_a_ret_returns_whatever_yld_is_written() -> None:
     result = turn("08", '`Step["Main:08:RET"]` `Return[$forecast]` `Var[$__, "done"]`', "yld exit")
-    assert repairs(result) == ["R16"] and result.yield_target is YieldKind.RETURN
+    assert repairs(result) == ["R18"] and result.yield_target is YieldKind.RETURN
 
 
 _INLINE = parse("# A\nd\n## P() -> None\n### Steps\n01:QUE Say(user, Greet the user); YLD for call\n02:RET\n")
@@ -346,7 +346,7 @@ def _inline(final: str) -> VerifiedTurn:
 
 def test_r16_an_inline_yield_is_the_programs_too() -> None:
     result = _inline("yld user")
-    assert repairs(result) == ["R16"] and result.yield_target is YieldKind.CALL and result.next_line == "02"
+    assert repairs(result) == ["R18"] and result.yield_target is YieldKind.CALL and result.next_line == "02"
 
 
 @pytest.mark.parametrize("final", ["yld return", "yld exit"])
@@ -413,8 +413,8 @@ def test_the_list_dialect_is_read_as_the_line_contract() -> None:
     result = read_turn(answer, context("01"))
     assert [step.step.line for step in result.steps] == ["01", "02"]
     assert [call.name for call in result.steps[0].calls] == ["Say"]
-    assert result.yield_target is YieldKind.USER  # the YLD step's own yield (R16)
-    assert repairs(result) == ["R16"]
+    assert result.yield_target is YieldKind.USER  # the YLD step's own yield (R18)
+    assert repairs(result) == ["R18"]
 
 
 def test_the_list_dialect_var_trigger_and_return_forms() -> None:

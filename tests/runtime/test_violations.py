@@ -116,7 +116,7 @@ async def test_a_bad_later_answer_is_rejected_and_the_retry_names_the_rule(rule:
 
 async def test_a_yld_step_yields_as_the_program_says() -> None:
     # `yld user` at `05:YLD for call` (V05 before): the YLD step's yield is the program's, so the answer is
-    # repaired (R16), not rejected, and the run goes on as the program says.
+    # repaired (R18), not rejected, and the run goes on as the program says.
     wrong_yield = (
         '`Step["Main:03:CND"]` neutral\n`Step["Main:04:QUE"]` `$price = Price($count)`\n'
         '`Step["Main:05:YLD"]`\nyld user'
@@ -132,7 +132,7 @@ async def test_a_yld_step_yields_as_the_program_says() -> None:
         await run.shutdown()
     assert value == 5.0 and model.calls == 2
     repairs = [event.detail for event in tracer.events if event.event == "repair"]
-    assert any(detail.startswith("R16") for detail in repairs), repairs
+    assert any(detail.startswith("R18") for detail in repairs), repairs
 
 
 async def test_ret_without_a_summary_is_repaired_not_rejected() -> None:
