@@ -42,7 +42,7 @@ from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
 from runtime.remote import RemoteConnection, RemoteTool, connector_for
 from runtime.session import CallOutcome
-from runtime.session.calls import PlaybookCalls
+from runtime.session.playbook_calls import PlaybookCalls
 from runtime.store import Store
 from runtime.trace import TraceEvent, Tracer
 

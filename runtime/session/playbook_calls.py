@@ -1,5 +1,6 @@
-"""Calls of a program's playbooks from outside the program, on one event loop: the embedded playbooks of
-the exporters (runtime.embedding) and the MCP server (mcp_bridge.host) both answer their calls here.
+"""PlaybookCalls: calls of a program's playbooks from outside the program, on one event loop. The embedded
+playbooks of the exporters (runtime.embedding) and the MCP server (mcp_bridge.host) both answer their calls
+here. (runtime/calls.py is another thing: a call written in PAL, run inside a playbook.)
 
 One long-lived run of the program is started once. Without a store, each call gets an instance of the
 called agent from a pool with fresh state (variables, artifacts, session log; with `reload_python`, its
