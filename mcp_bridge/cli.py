@@ -19,7 +19,7 @@ from runtime.commands.options import count, port, seconds
 
 if TYPE_CHECKING:
     from mcp_bridge.server import PlaybookServer
-    from mcp_bridge.transports import StdioWire
+    from mcp_bridge.stdio import StdioWire
     from pal_core.ir import Program
     from runtime.models.base import Model
     from runtime.program_run import RunLimits
@@ -179,7 +179,7 @@ def _model(spec: str | None) -> Model | None:
 
 
 def _claim_stdio() -> StdioWire:
-    from mcp_bridge.transports import claim_stdio
+    from mcp_bridge.stdio import claim_stdio
 
     return claim_stdio()
 

@@ -5,9 +5,9 @@ on (only loopback Host and Origin headers are accepted). With a token, every HTT
 `Authorization: Bearer <token>`; others get 401 before reaching MCP. The listening socket is bound before
 the server starts, so the URL is known (port 0 picks a free port) and a client may connect at once.
 
-Over stdio, standard output is the protocol: `claim_stdio()` takes the wire at the file-descriptor level
-before anything else runs (fd 1 then points at stderr, fd 0 at the null device), so nothing a program
-prints or reads — at import time or in a call — can touch it.
+Over stdio, standard output is the protocol (mcp_bridge.stdio): `claim_stdio()` takes the wire at the
+file-descriptor level before anything else runs, and every line that is not a JSON-RPC message is answered
+with its JSON-RPC error, as over HTTP.
 
 SIGINT and SIGTERM stop either transport within seconds whatever the calls are doing (`stopping_on_signals`):
 calls in progress end with a tool error, the server closes, and a process that still has not exited after
@@ -19,14 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import io
 import json
 import logging
 import os
 import signal
 import socket
-import stat
-import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from contextlib import asynccontextmanager, contextmanager
@@ -35,6 +32,7 @@ from types import FrameType
 from typing import Any
 
 from mcp_bridge.server import PlaybookServer
+from mcp_bridge.stdio import StdioWire, claim_stdio, stdio_streams
 
 logger = logging.getLogger(__name__)
 
@@ -66,93 +64,18 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-MAX_LINE = 64 * 1024 * 1024
-"""The longest JSON-RPC message a stdio server reads (bytes); a longer one is refused as unreadable."""
-
-
-@dataclass(frozen=True, slots=True)
-class StdioWire:
-    """The protocol's own copies of the process's stdin and stdout (see `claim_stdio`)."""
-
-    stdin: io.FileIO
-    """Reads what the client sends (the original fd 0)."""
-    stdout: io.TextIOWrapper
-    """Writes to the client (the original fd 1)."""
-
-    def reader(self) -> Any:
-        """The lines the client sends, for the SDK's stdio transport: read on the event loop when stdin is
-        a pipe or socket (so serving can be cancelled at any time), else by a worker thread (a file)."""
-        mode = os.fstat(self.stdin.fileno()).st_mode
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
-            return _PipeLines(self.stdin)
-        import anyio
-
-        return anyio.wrap_file(io.TextIOWrapper(self.stdin, encoding="utf-8", errors="replace"))
-
-
-class _PipeLines:
-    """The lines of a pipe, read by the event loop (a read in a worker thread cannot be cancelled, and
-    would keep a stopping server waiting for its client to write)."""
-
-    def __init__(self, pipe: io.FileIO) -> None:
-        self._pipe = pipe
-        self._reader: asyncio.StreamReader | None = None
-
-    def __aiter__(self) -> _PipeLines:
-        return self
-
-    async def __anext__(self) -> str:
-        if self._reader is None:
-            reader = asyncio.StreamReader(limit=MAX_LINE)
-            await asyncio.get_running_loop().connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), self._pipe
-            )
-            self._reader = reader
-        try:
-            line = await self._reader.readline()
-        except ValueError:  # over MAX_LINE: handed on as unreadable (the SDK answers a parse error)
-            return "\n"
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
-
-
-def claim_stdio() -> StdioWire:
-    """Take stdin and stdout for the protocol, at the file-descriptor level: the wire keeps private
-    duplicates, fd 1 is pointed at stderr and fd 0 at the null device. From then on `print`, `os.write(1,
-    ...)` and child processes write to stderr, and `input()` reads nothing, whatever code runs (python
-    blocks executed at import time included). Call it before loading the program."""
-    sys.stdout.flush()
-    wire_in = os.dup(0)
-    wire_out = os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-    finally:
-        os.close(null)
-    os.dup2(2, 1)
-    return StdioWire(
-        stdin=io.FileIO(wire_in, "rb", closefd=True),
-        stdout=io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=True), encoding="utf-8", newline="\n"),
-    )
-
-
 async def serve_stdio(
     server: PlaybookServer, *, wire: StdioWire | None = None, handle_signals: bool = True
 ) -> None:
-    """Serve MCP on this process's stdin/stdout (or `wire`, from `claim_stdio`) until the client closes
-    stdin or the server is asked to stop (`request_stop`; SIGINT/SIGTERM when `handle_signals`). Stray
-    output of Python playbooks goes to stderr, so it cannot corrupt the wire."""
-    import anyio
-    from mcp.server.stdio import stdio_server
-
+    """Serve MCP on this process's stdin/stdout (`wire`, from `claim_stdio`, which this claims when not
+    given) until the client closes stdin or the server is asked to stop (`request_stop`; SIGINT/SIGTERM
+    when `handle_signals`). Stray output of Python playbooks goes to stderr, so it cannot corrupt the wire;
+    a line that is not a JSON-RPC message gets its JSON-RPC error (mcp_bridge.stdio)."""
     mcp_server = server.mcp_server
-    streams: dict[str, Any] = {}
-    if wire is not None:
-        streams = {"stdin": wire.reader(), "stdout": anyio.wrap_file(wire.stdout)}
+    wire = wire or claim_stdio()
 
     async def serve() -> None:
-        async with stdio_server(**streams) as (read_stream, write_stream):
+        async with stdio_streams(wire) as (read_stream, write_stream):
             await mcp_server.run(read_stream, write_stream, mcp_server.create_initialization_options())
 
     with stopping_on_signals(server) if handle_signals else _nothing():
