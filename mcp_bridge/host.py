@@ -157,8 +157,16 @@ class ServedRun(ProgramRun):
 
     long_lived = True
 
-    def __init__(self, program: Program, *, pool: RemotePool, **options: Any) -> None:
-        options["tracer"] = Tracer(keep=False)  # a server lives for days; each run's own listeners
+    def __init__(
+        self,
+        program: Program,
+        *,
+        pool: RemotePool,
+        listeners: tuple[Callable[[TraceEvent], None], ...] = (),
+        **options: Any,
+    ) -> None:
+        # A server lives for days: no events kept; each call's own listeners, and the server's (metrics).
+        options["tracer"] = Tracer(keep=False, listeners=listeners)
         super().__init__(program, remote_connector=self._borrow, **options)
         self._pool = pool
 
@@ -188,6 +196,8 @@ class PlaybookHost:
         self.store = store
         self.shared_thread = shared_thread
         self.tools: Mapping[str, PlaybookTool] = {}
+        self.trace_listeners: list[StepListener] = []
+        """Called with every trace event of every run the server starts (the metrics count model calls)."""
         self._pool = RemotePool()
         self._calls: PlaybookCalls | None = None
         self._stopping: str | None = None
@@ -225,7 +235,21 @@ class PlaybookHost:
         return self.tools
 
     def _served_run(self, program: Program, **options: Any) -> ServedRun:
-        return ServedRun(program, pool=self._pool, **options)
+        return ServedRun(program, pool=self._pool, listeners=(self._on_trace,), **options)
+
+    def _on_trace(self, event: TraceEvent) -> None:
+        for listener in self.trace_listeners:
+            listener(event)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the host takes calls (opened, not closed)."""
+        return self._calls is not None and self._calls.run is not None
+
+    @property
+    def opened_store(self) -> Store | None:
+        """The store the calls are recorded in, once open (None without one)."""
+        return self._calls.store if self._calls is not None else None
 
     async def close(self) -> None:
         """Stop the runs and close remote connections and the store; idempotent."""

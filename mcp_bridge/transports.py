@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from mcp_bridge.cli import TOKEN_ENV
 from mcp_bridge.server import PlaybookServer
 from mcp_bridge.stdio import StdioWire, claim_stdio, stdio_streams
 
@@ -56,6 +57,10 @@ ANSWER_GRACE = 0.2
 FORCE_EXIT_AFTER = 4.0
 """Seconds after SIGINT/SIGTERM after which `pal mcp serve` exits even if its calls did not stop."""
 STOP_REASON = "the server is shutting down"
+DEFAULT_MAX_SESSIONS = 1000
+"""MCP sessions an HTTP server keeps open at once (each costs tens of KB; 4,000 idle ones took 150 MB)."""
+DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
+"""Seconds an idle MCP session lives (the SDK's default is 30 minutes)."""
 """What a call stopped by SIGINT/SIGTERM says."""
 
 Scope = MutableMapping[str, Any]
@@ -145,6 +150,20 @@ def _nothing() -> Iterator[None]:
     yield
 
 
+class ExposureRefused(ValueError):
+    """Serving on an address other machines can reach, with no token and no explicit consent."""
+
+
+def check_exposure(host: str, token: str | None, allow_unauthenticated: bool) -> None:
+    """Refuse to serve a host other machines can reach without a token, unless told to."""
+    if token is None and host not in LOOPBACK_HOSTS and not allow_unauthenticated:
+        raise ExposureRefused(
+            f"serving on {host} without a token would let anyone who can reach that address call every "
+            f"tool; give --token (or ${TOKEN_ENV}), or --allow-unauthenticated if only trusted machines can "
+            "reach it"
+        )
+
+
 class BearerTokenGate:
     """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` (the scheme in any case) get 401."""
 
@@ -194,10 +213,37 @@ class BearerTokenGate:
         await send({"type": "http.response.body", "body": body})
 
 
-def http_app(server: PlaybookServer, *, host: str = DEFAULT_HOST, token: str | None = None) -> App:
-    """The ASGI app serving MCP at /mcp (behind the token gate when a token is given)."""
-    app: App = server.mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    return BearerTokenGate(app, token) if token else app
+def http_app(
+    server: PlaybookServer,
+    *,
+    host: str = DEFAULT_HOST,
+    token: str | None = None,
+    limits: SessionLimits | None = None,
+) -> App:
+    """The ASGI app: MCP at /mcp and the metrics at /metrics (behind the token gate when a token is
+    given), the probes /healthz and /readyz, and the access log (mcp_bridge.operations)."""
+    from mcp_bridge.operations import MetricsRoute, OperatorEndpoints
+
+    limits = limits or SessionLimits()
+    mcp_app: App = server.mcp_server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=host,
+        max_sessions=limits.max_sessions,
+        session_idle_timeout=limits.idle_timeout,
+    )
+    app: App = MetricsRoute(mcp_app, server)
+    return OperatorEndpoints(BearerTokenGate(app, token) if token else app, server)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionLimits:
+    """How many MCP sessions an HTTP server keeps, and for how long an idle one lives."""
+
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    """Sessions open at once; a client that would open one more gets an error until one closes or expires."""
+    idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
+    """Seconds a session may go without a request before the server closes it (a client that comes back
+    later opens a new one)."""
 
 
 def _listening_socket(host: str, port: int) -> socket.socket:
@@ -232,10 +278,23 @@ class HttpEndpoint:
 
 @asynccontextmanager
 async def serving_http(
-    server: PlaybookServer, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None
+    server: PlaybookServer,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    limits: SessionLimits | None = None,
+    allow_unauthenticated: bool = False,
 ) -> AsyncIterator[HttpEndpoint]:
-    """Serve over streamable HTTP while the block runs (port 0: a free port)."""
+    """Serve over streamable HTTP while the block runs (port 0: a free port). A host other machines can
+    reach needs a token, or `allow_unauthenticated` (ExposureRefused otherwise)."""
     import uvicorn
+
+    from mcp_bridge.operations import metrics_available
+
+    check_exposure(host, token, allow_unauthenticated)
+    if server.metrics is None and metrics_available():
+        server.enable_metrics()
 
     class QuietServer(uvicorn.Server):
         @contextmanager
@@ -245,8 +304,9 @@ async def serving_http(
 
     sock = _listening_socket(host, port)
     config = uvicorn.Config(
-        http_app(server, host=host, token=token),
+        http_app(server, host=host, token=token, limits=limits),
         log_level="warning",
+        log_config=None,  # the process's logging (mcp_bridge.logs) decides where lines go
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN),
@@ -274,15 +334,26 @@ async def serve_http(
     token: str | None = None,
     announce: Callable[[str], None] | None = None,
     handle_signals: bool = True,
+    limits: SessionLimits | None = None,
+    allow_unauthenticated: bool = False,
 ) -> None:
     """Serve over streamable HTTP until the server is asked to stop (`request_stop`; SIGINT or SIGTERM
     when `handle_signals`), then stop gracefully; `announce(url)` is called once listening."""
-    if token is None and host not in LOOPBACK_HOSTS:
+    if token is None and host not in LOOPBACK_HOSTS and allow_unauthenticated:
         logger.warning(
-            "serving on %s without --token: anyone who can reach this address can call the tools", host
+            "serving on %s without a token (--allow-unauthenticated): anyone who can reach this address "
+            "can call every tool",
+            host,
         )
     with stopping_on_signals(server) if handle_signals else _nothing():
-        async with serving_http(server, host=host, port=port, token=token) as endpoint:
+        async with serving_http(
+            server,
+            host=host,
+            port=port,
+            token=token,
+            limits=limits,
+            allow_unauthenticated=allow_unauthenticated,
+        ) as endpoint:
             if announce is not None:
                 announce(endpoint.url)
             stopping = asyncio.create_task(server.stopped())
