@@ -3,7 +3,7 @@
 Three loggers say what an operator needs: `mcp_bridge.calls` one line per tool call (INFO when it
 answered, WARNING when it failed, so failures show at the default level), `mcp_bridge.access` one line per
 HTTP request (INFO), and the rest of pal-bridge its warnings. With `--log-format json` each line is one JSON
-object with `time`, `level`, `logger`, `message` and the line's fields (`tool`, `thread`, `outcome`,
+object with `time`, `level`, `logger`, `message` and the line's fields (`tool`, `thread_id`, `outcome`,
 `duration_ms`; `method`, `path`, `status`, `client` for HTTP), ready for a log shipper.
 """
 
@@ -19,7 +19,7 @@ LEVELS = ("debug", "info", "warning", "error")
 """The accepted `--log-level` values."""
 FORMATS = ("text", "json")
 """The accepted `--log-format` values."""
-FIELDS = ("tool", "thread", "outcome", "duration_ms", "error", "method", "path", "status", "client")
+FIELDS = ("tool", "thread_id", "outcome", "duration_ms", "error", "method", "path", "status", "client")
 """The structured fields a log line may carry (`logger.info(..., extra={...})`)."""
 TEXT_FORMAT = "pal mcp: %(levelname)s: %(message)s"
 

@@ -387,7 +387,7 @@ def _log_call(tool: str, thread: str | None, outcome: str, failure: str | None, 
         milliseconds,
         extra={
             "tool": tool,
-            "thread": thread,
+            "thread_id": thread,
             "outcome": outcome,
             "error": failure,
             "duration_ms": milliseconds,
