@@ -129,7 +129,7 @@ def test_what_cannot_be_done_with_a_thread_is_refused_with_the_reason(tmp_path: 
         (["threads", "--store", "mysql://x"], "unknown store 'mysql'"),
         (["threads", "--store", store + "x"], "does not exist"),
         (["run", str(program), "--thread", "has space"], "argument --thread: 'has space' must be a string"),
-        (["history", "a\tb", "--store", store], "argument THREAD: 'a\tb' must be a string"),
+        (["history", "a\tb", "--store", store], r"argument THREAD: 'a\tb' must be a string"),
         (["mcp", "serve", str(program), "--thread", "t"], "--thread needs --store"),
     ]
     for args, message in cases:
