@@ -105,6 +105,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Postgres store share the threads (default: no store, nothing recorded)",
     )
     serve.add_argument(
+        "--lease",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --store: seconds a thread stays blocked after the server running its call died, before "
+        "another server takes it over (default: 15; renewed every third of it while a call runs)",
+    )
+    serve.add_argument(
         "--create-store",
         action="store_true",
         help="make the --store if it does not exist yet (without it, a store that does not exist is an error)",
@@ -255,7 +263,13 @@ async def _serve_program(
             print(f"error: {error}", file=sys.stderr)
             return 2
     served = PlaybookServer(
-        program, name=args.name, model=model, limits=limits, store=store, shared_thread=args.thread
+        program,
+        name=args.name,
+        model=model,
+        limits=limits,
+        store=store,
+        shared_thread=args.thread,
+        lease=args.lease,
     )
     try:
         # Held until the server has closed: SIGTERM ends the process within seconds, whatever the calls do.

@@ -186,15 +186,18 @@ class PlaybookHost:
         limits: RunLimits | None = None,
         store: Store | str | None = None,
         shared_thread: str | None = None,
+        lease: float | None = None,
     ) -> None:
         """`store` records every call as a thread; `shared_thread` is the thread of a `state: shared`
-        program's calls (default `mcp-<first agent>`)."""
+        program's calls (default `mcp-<first agent>`); `lease`: seconds of a thread's lease while a call
+        runs (runtime.session.CallSession.lease)."""
         self.program = program
         self.model = model
         self.limits = limits or RunLimits()
         self.mode = state_mode(program)
         self.store = store
         self.shared_thread = shared_thread
+        self.lease = lease
         self.tools: Mapping[str, PlaybookTool] = {}
         self.trace_listeners: list[StepListener] = []
         """Called with every trace event of every run the server starts (the metrics count model calls)."""
@@ -223,6 +226,7 @@ class PlaybookHost:
                 reload_python=True,
                 shared=shared,
                 default_thread=default_thread,
+                lease=self.lease,
             )
             self._calls = calls
             run = await calls.open()

@@ -82,9 +82,11 @@ class PlaybookServer:
         name: str | None = None,
         store: Store | str | None = None,
         shared_thread: str | None = None,
+        lease: float | None = None,
     ) -> None:
         """`store` records every call as a thread (see mcp_bridge.host); `shared_thread` names the one
-        thread of a `state: shared` program's calls."""
+        thread of a `state: shared` program's calls; `lease`: seconds a thread stays blocked after the
+        process running its call died (docs/durability.md)."""
         self.program = program
         self.name = name or server_name(program)
         self.host = PlaybookHost(
@@ -93,6 +95,7 @@ class PlaybookServer:
             limits=limits,
             store=store,
             shared_thread=shared_thread or (f"mcp-{self.name}" if store is not None else None),
+            lease=lease,
         )
         self._listed: list[types.Tool] = []
         self._server: Server[Any] | None = None

@@ -61,6 +61,7 @@ class PlaybookCalls:
         reload_python: bool = False,
         shared: bool = False,
         default_thread: str | None = None,
+        lease: float | None = None,
     ) -> None:
         self.program = program
         self.model = model
@@ -71,6 +72,8 @@ class PlaybookCalls:
         """Calls take turns on each agent's one instance (state shared by all calls)."""
         self.default_thread = default_thread
         """With a store, the thread a call that names none continues (None: a new thread per call)."""
+        self.lease = lease
+        """Seconds of a thread's lease while one of its calls runs (None: CallSession's default)."""
         self._run_factory = run_factory
         self._store_given = store
         self._reload_python = reload_python
@@ -239,6 +242,8 @@ class PlaybookCalls:
                 tracer=self.tracer,
                 run_factory=self._run_factory,
             )
+            if self.lease is not None:
+                session.lease = self.lease
             if thread is not None:
                 self._threads[thread] = session
                 while len(self._threads) > KEEP_THREADS:
