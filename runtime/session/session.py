@@ -551,7 +551,13 @@ class CallSession(Session):
                 run.tracer.listeners.remove(listener)
         said = tuple(run.messages_to_user[said_from:])
         del run.messages_to_user[said_from:]  # a long-lived run keeps no transcript (the journal does)
-        await journal.end_call(value=value, said=list(said), error=None)
+        try:
+            await journal.end_call(value=value, said=list(said), error=None)
+        except BaseException:
+            # Not recorded (the store went away, another process took over): the call stays unfinished in
+            # the log, so this run's state, which includes it, must not serve the next call.
+            await self._shut_down()
+            raise
         return CallOutcome(value=value, said_to_user=said, thread=self.thread_id)
 
     async def _finish_unfinished(

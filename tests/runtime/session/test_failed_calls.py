@@ -5,6 +5,8 @@ error is said once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -13,7 +15,8 @@ from runtime.api import run_program
 from runtime.errors import PlaybookFailed
 from runtime.models import ScriptedModel
 from runtime.session import CallSession
-from runtime.store import ThreadStatus, open_store
+from runtime.store import StoreUnavailable, ThreadStatus, open_store
+from runtime.store.memory import MemoryStore
 from tests.runtime.session import sink
 from tests.runtime.session.programs import COUNTER
 
@@ -110,3 +113,32 @@ async def test_resuming_a_program_thread_makes_its_failed_call_again_without_ask
     entries = await store.read_entries("d")
     calls = [entry for entry in entries if entry.kind == "call"]
     assert ["error" in call.payload for call in calls] == [True, True, False]
+
+
+class ResultsFail(MemoryStore):
+    """A memory store that refuses the next `fail_results` appends of a call's result (the database went
+    away just then), and works again afterwards."""
+
+    fail_results = 0
+
+    async def _append(self, thread_id: str, entries: list[Any], expected_last: int, status: Any) -> Any:
+        if self.fail_results and any(kind == "result" for kind, _key, _payload in entries):
+            self.fail_results -= 1
+            raise StoreUnavailable("the database went away before the result was written")
+        return await super()._append(thread_id, entries, expected_last, status)
+
+
+async def test_a_call_whose_result_was_not_recorded_is_finished_before_the_next_one() -> None:
+    # Found by the soak test: the session kept its run, whose state held the unrecorded call, and the
+    # next call skipped a number (1, 3) while the unrecorded call stayed unfinished in the log.
+    store = ResultsFail()
+    async with store, await CallSession.open(COUNTER, store=store, thread="t") as session:
+        with anyio.fail_after(30):
+            assert (await session.call("Reset")).value == 0
+            assert (await session.call("Add", {"n": 1})).value == 1
+            store.fail_results = 1
+            with pytest.raises(StoreUnavailable):
+                await session.call("Add", {"n": 1})  # ran; its result was not recorded
+            assert (await session.call("Add", {"n": 1})).value == 3  # the unfinished one first: 2
+        results = [entry.payload for entry in await store.read_entries("t") if entry.kind == "result"]
+    assert [result["value"] for result in results] == [0, 1, 2, 3]
