@@ -229,9 +229,8 @@ class ReplayModel(Model):
     def resume_thread(self, answered: int) -> None:
         """A durable run resumes a thread whose log holds `answered` answers: the inner model (which
         `record` asks every time) goes on where the thread left off, as a scripted one does on its own."""
-        resume = getattr(self.inner, "resume_thread", None)
-        if callable(resume):
-            resume(answered)
+        if self.inner is not None:
+            self.inner.resume_thread(answered)
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The recorded answer to `request`, or the inner model's answer, recorded."""

@@ -41,7 +41,7 @@ from runtime.errors import CallError, InputExhausted, ProgramError, ProgramExit,
 from runtime.execution import Execution
 from runtime.humans import ChainedHuman, HumanInput, NoHuman, ScriptedHuman
 from runtime.loader import load
-from runtime.models.base import Model, ModelError
+from runtime.models.base import Model, ModelError, with_capabilities
 from runtime.program_run import ProgramRun, RunLimits, RunResult
 from runtime.store import (
     Entry,
@@ -254,9 +254,9 @@ class Session:
             observers=(_SessionObserver(journal, self.observers),),
             recorder=journal,
         )
-        resume = getattr(self.model, "resume_thread", None)
-        if journal.answers_in_log and callable(resume):
-            resume(journal.answers_in_log)  # a scripted model continues where the thread's answers end
+        if journal.answers_in_log and self.model is not None:
+            # A scripted model continues where the thread's answers end (a capability of the Model protocol).
+            with_capabilities(self.model).resume_thread(journal.answers_in_log)
         return run
 
     def _human(self, messages: Iterable[str]) -> HumanInput:
