@@ -411,17 +411,23 @@ class CallSession(Session):
             # Polling a store that has no notifications, bounded by the holder's lease and busy_wait.
             await asyncio.sleep(min(pause, max(lease.expires_in, 0.001), max(deadline - time.monotonic(), 0)))
             pause = min(pause * 2, 0.5)
-        renewing = asyncio.ensure_future(self._renew_lease())
+        done = asyncio.Event()
+        renewing = asyncio.ensure_future(self._renew_lease(done))
         try:
             yield
         finally:
-            renewing.cancel()
-            await asyncio.gather(renewing, return_exceptions=True)
+            # Stopped between renewals, never cancelled in the middle of one (a store call cut short can
+            # leave its connection busy).
+            done.set()
+            await shielded(asyncio.gather(renewing, return_exceptions=True))
             await shielded(_quietly(self.store.release_lease(self.thread_id, self.owner)))
 
-    async def _renew_lease(self) -> None:
+    async def _renew_lease(self, done: asyncio.Event) -> None:
         while True:
-            await asyncio.sleep(self.lease / 3)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self.lease / 3)
+            if done.is_set():
+                return
             try:
                 lease = await self.store.take_lease(self.thread_id, self.owner, seconds=self.lease)
             except (StoreError, OSError) as error:  # the store is away: try again at the next renewal

@@ -13,6 +13,7 @@ Times are the server's (`now()`), so hosts with skewed clocks still agree on the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -175,7 +176,18 @@ class PostgresStore(Store):
                     f"{self.url}: a concurrent write got there first ({error.diag.message_primary})"
                 ) from None
             except psycopg.Error as error:
+                if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+                    self._discard(connection)  # the connection's own state is in doubt: a new one next time
                 raise StoreUnavailable(f"{self.url}: Postgres error: {str(error).strip()}") from None
+            except asyncio.CancelledError:
+                self._discard(connection)  # cancelled mid-query, the connection may still be busy with it
+                raise
+
+    def _discard(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        """Stop using `connection` (the next transaction connects again) and close it in the background."""
+        if self._connection is connection:
+            self._connection = None
+        asyncio.get_running_loop().create_task(_close_quietly(connection), name="close a Postgres connection")
 
     async def _migrate(self) -> None:
         async def migrate(cursor: Cursor) -> None:
@@ -527,6 +539,11 @@ class PostgresStore(Store):
             return thread
 
         return await self._transaction(import_)
+
+
+async def _close_quietly(connection: Any) -> None:
+    with contextlib.suppress(Exception):
+        await connection.close()
 
 
 def _time(value: int) -> datetime:

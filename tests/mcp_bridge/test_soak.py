@@ -61,6 +61,7 @@ class Server:
 @dataclass
 class Outcome:
     thread: str
+    began: float
     value: int | None = None
     error: str | None = None
 
@@ -114,12 +115,13 @@ async def test_two_servers_a_thousand_calls_kills_and_a_postgres_restart(
         async with anyio.create_task_group() as background, httpx2.AsyncClient(timeout=CALL_TIMEOUT) as http:
             servers = [await _start(program, store, background), await _start(program, store, background)]
             killed: list[Server] = []
+            restarted: list[float] = []
             issued = 0
 
             async def call(number: int) -> None:
                 thread = f"cart-{chance.randrange(THREADS)}"
                 server = chance.choice(servers)
-                outcome = Outcome(thread)
+                outcome = Outcome(thread, time.monotonic())
                 try:
                     with anyio.fail_after(CALL_TIMEOUT):
                         async with Client(streamable_http_client(server.url, http_client=http)) as client:
@@ -147,18 +149,22 @@ async def test_two_servers_a_thousand_calls_kills_and_a_postgres_restart(
                     if number == CALLS // 2:
                         events.append(f"call {number}: Postgres restarts")
                         await anyio.to_thread.run_sync(postgres.restart)
+                        restarted.append(time.monotonic())
                     await call(number)
 
-            async with anyio.create_task_group() as workers:
-                for _ in range(WORKERS):
-                    workers.start_soon(worker)
-            for server in servers:
-                assert server.process.returncode is None, "".join(server.log)  # none died on its own
-                server.process.terminate()
-                await server.process.wait()
-            for server in killed:
-                await server.process.wait()
-            background.cancel_scope.cancel()
+            try:
+                async with anyio.create_task_group() as workers:
+                    for _ in range(WORKERS):
+                        workers.start_soon(worker)
+                for server in servers:
+                    assert server.process.returncode is None, "".join(server.log)  # none died on its own
+            finally:  # whatever happened, no server outlives the test
+                for server in servers:
+                    if server.process.returncode is None:
+                        server.process.terminate()
+                for server in [*servers, *killed]:
+                    await server.process.wait()
+                background.cancel_scope.cancel()
     seconds = time.monotonic() - started
 
     assert len(outcomes) == CALLS
@@ -178,6 +184,9 @@ async def test_two_servers_a_thousand_calls_kills_and_a_postgres_restart(
             assert len(got) == len(set(got)) and set(got) <= set(values), (thread, got, values)
     # Every call was answered, or failed with an error that says what happened (never silence).
     assert all(outcome.error.strip() for outcome in outcomes if outcome.error is not None)
+    # Once Postgres is back, the servers reconnect: no store error for a call begun 10 s after (generous).
+    late = [o for o in outcomes if o.error and "postgresql://" in o.error and o.began > restarted[0] + 10]
+    assert not late, [outcome.error for outcome in late]
     print(
         f"\nsoak: {CALLS} calls in {seconds:.1f} s; {len(answered)} answered, {CALLS - len(answered)} failed "
         f"({dict(failed)}); {len(killed)} kills, 1 Postgres restart"
