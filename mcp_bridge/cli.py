@@ -270,6 +270,7 @@ async def _serve_program(
         store=store,
         shared_thread=args.thread,
         lease=args.lease,
+        log_calls=True,
     )
     try:
         # Held until the server has closed: SIGTERM ends the process within seconds, whatever the calls do.

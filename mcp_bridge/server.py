@@ -83,12 +83,16 @@ class PlaybookServer:
         store: Store | str | None = None,
         shared_thread: str | None = None,
         lease: float | None = None,
+        log_calls: bool = False,
     ) -> None:
         """`store` records every call as a thread (see mcp_bridge.host); `shared_thread` names the one
         thread of a `state: shared` program's calls; `lease`: seconds a thread stays blocked after the
         process running its call died (docs/durability.md)."""
         self.program = program
         self.name = name or server_name(program)
+        self.log_calls = log_calls
+        """Log every answered call at INFO (`pal mcp serve` does); a failed call is always logged, at WARNING.
+        Off by default: a program embedding the server may log at INFO for reasons of its own."""
         self.host = PlaybookHost(
             program,
             model=model,
@@ -234,7 +238,8 @@ class PlaybookServer:
             if self.metrics is not None:
                 self.metrics.in_progress.dec()
                 self.metrics.call_ended(tool.name, outcome, seconds, failure)
-            _log_call(tool.name, thread, outcome, failure, seconds)
+            if outcome != "ok" or self.log_calls:
+                _log_call(tool.name, thread, outcome, failure, seconds)
 
     async def _call(
         self,

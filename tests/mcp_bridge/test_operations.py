@@ -113,7 +113,7 @@ async def test_the_access_and_call_logs_as_json_lines() -> None:
     stream = io.StringIO()
     configure("info", "json", stream=stream)
     try:
-        async with _serving(PlaybookServer(CALCULATOR)) as (base, http):
+        async with _serving(PlaybookServer(CALCULATOR, log_calls=True)) as (base, http):
             async with Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
                 with anyio.fail_after(30):
                     await client.call_tool("Add", {"a": 1, "b": 2})
