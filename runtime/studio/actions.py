@@ -83,6 +83,12 @@ class Runs:
         """A new thread with entries 1..`at` of this one (which is not touched), as `pal fork` makes."""
         return await self.store.fork_thread(thread_id, at=at, new_thread_id=new_thread_id)
 
+    async def settled(self, thread_id: str) -> None:
+        """Wait until the studio's run of the thread (if any) has ended."""
+        task = self._tasks.get(thread_id)
+        if task is not None:
+            await asyncio.gather(task, return_exceptions=True)
+
     async def close(self) -> None:
         """Stop the studio's runs (each records that it was interrupted; `resume` goes on later)."""
         tasks = [task for task in self._tasks.values() if not task.done()]
