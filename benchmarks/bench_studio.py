@@ -1,0 +1,141 @@
+"""What seeing a run costs (issue 27). Every figure is measured in this run.
+
+1. The studio's page of a 1,000-turn thread, server side: a real thread (the durable-runs benchmark's loop,
+   1,000 model turns through the session layer into SQLite, each turn's prompt kept), served by the
+   studio's app called directly (no network, no browser): the time from the request to the last byte of
+   the page, median of repeats, with the page's size; also the threads list, a turn's prompt, and a live
+   update of one new entry. Goal: the thread page in < 300 ms.
+2. OpenTelemetry spans on against off, on the runtime benchmark's loops (benchmarks/bench_runtime.py: the
+   30-step playbook of model turns, and the fast-path loop), the spans going to the SDK's in-memory exporter
+   through a batch processor, interleaved in one run. Goal: <= 1.05x.
+
+Run: python benchmarks/bench_studio.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.bench_durable import loop_model, loop_program, real_answers  # noqa: E402  (a script)
+
+PAGE_GOAL_MS = 300.0
+SPANS_GOAL = 1.05
+
+
+async def _serve(app: Any, path: str, query: str, headers: list[tuple[bytes, bytes]]) -> tuple[float, int, int]:
+    """(seconds, status, body bytes) of one request to the ASGI app, measured around the app's own work."""
+    finished = asyncio.Event()
+    status = 0
+    size = 0
+
+    async def receive() -> MutableMapping[str, Any]:
+        await finished.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        nonlocal status, size
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            size += len(message.get("body", b""))
+            if not message.get("more_body"):
+                finished.set()
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8760"), *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8760),
+    }
+    started = time.perf_counter()
+    await app(scope, receive, send)
+    return time.perf_counter() - started, status, size
+
+
+async def page_times(folder: Path, turns: int, repeats: int) -> None:
+    from runtime.program_run import RunLimits
+    from runtime.session import ProgramSession
+    from runtime.store import open_store
+    from runtime.studio import Studio
+
+    url = f"sqlite:///{folder / 'runs.db'}"
+    answers = real_answers()
+    print(f"1. The studio's pages, server side (a {turns}-turn thread in SQLite, median of {repeats})")
+    started = time.perf_counter()
+    async with await ProgramSession.open(
+        loop_program(turns), store=url, model=loop_model(answers), limits=RunLimits(max_model_calls=None)
+    ) as session:
+        result = await session.run()
+        thread = session.thread_id
+    assert result.status == "needs_input", result.reason
+    print(f"   made the thread in {time.perf_counter() - started:.1f} s")
+    async with open_store(url) as store:
+        studio = Studio(store, token="bench")
+        auth = [(b"authorization", b"Bearer bench")]
+        last = (await store.get_thread(thread)).last_entry
+        middle = last // 2  # a turn entry (every entry but the last wait is one)
+        requests = {
+            "thread page": ("/thread", f"id={thread}"),
+            "threads list": ("/", ""),
+            "a turn's prompt": ("/api/prompt", f"id={thread}&entry={middle}"),
+            "flowchart panel": ("/thread/chart", f"id={thread}"),
+        }
+        for _ in range(2):  # warm: imports, the program's parse, the page's static files
+            for path, query in requests.values():
+                await _serve(studio.asgi, path, query, auth)
+        print(f"   {'request':<22}{'median':>11}{'max':>11}{'size':>12}")
+        figures: dict[str, float] = {}
+        for name, (path, query) in requests.items():
+            times = []
+            for _ in range(repeats):
+                seconds, status, size = await _serve(studio.asgi, path, query, auth)
+                assert status == 200, (name, status)
+                times.append(seconds)
+            figures[name] = statistics.median(times)
+            print(f"   {name:<22}{figures[name] * 1000:>9.1f} ms{max(times) * 1000:>8.1f} ms{size / 1024:>9.0f} KiB")
+        # A live update: the stream's first event after one new entry (the page already shows the rest).
+        from runtime.session import answer_thread
+        from runtime.studio.live import thread_updates
+
+        await answer_thread(store, thread, "done")
+        updates = thread_updates(studio, thread, after=last, open_from=0)
+        started = time.perf_counter()
+        await anext(updates)
+        update = time.perf_counter() - started
+        await updates.aclose()
+        print(f"   {'live update (1 entry)':<22}{update * 1000:>9.1f} ms")
+        verdict = "meets" if figures["thread page"] * 1000 < PAGE_GOAL_MS else "MISSES"
+        print(
+            f"   the {turns}-turn thread's page takes {figures['thread page'] * 1000:.1f} ms to serve; {verdict} "
+            f"the goal of < {PAGE_GOAL_MS:g} ms"
+        )
+
+
+async def main(quick: bool) -> None:
+    with tempfile.TemporaryDirectory(prefix="pal-bench-studio-") as temporary:
+        await page_times(Path(temporary), 300 if quick else 1000, 5 if quick else 15)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller thread, fewer repeats")
+    arguments = parser.parse_args()
+    asyncio.run(main(arguments.quick))
