@@ -5,7 +5,10 @@
    studio's app called directly (no network, no browser): the time from the request to the last byte of
    the page, median of repeats, with the page's size; also the threads list, a turn's prompt, and a live
    update of one new entry. Goal: the thread page in < 300 ms.
-2. OpenTelemetry spans on against off, on the runtime benchmark's loops (benchmarks/bench_runtime.py: the
+2. What keeping each turn's prompt costs the journal (the studio shows it): the same loop with prompts kept
+   and with the journal's prompt log replaced by one that keeps nothing, interleaved, into SQLite: time per
+   model turn and the SQLite file per turn (the durable-runs benchmark's figures before prompts were kept).
+3. OpenTelemetry spans on against off, on the runtime benchmark's loops (benchmarks/bench_runtime.py: the
    30-step playbook of model turns, and the fast-path loop), the spans going to the SDK's in-memory exporter
    through a batch processor, interleaved in one run. Goal: <= 1.05x.
 
@@ -26,13 +29,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_durable import loop_model, loop_program, real_answers  # noqa: E402  (a script)
+from benchmarks.bench_durable import (  # after the path insert, as a script
+    loop_model,
+    loop_program,
+    real_answers,
+)
 
 PAGE_GOAL_MS = 300.0
 SPANS_GOAL = 1.05
 
 
-async def _serve(app: Any, path: str, query: str, headers: list[tuple[bytes, bytes]]) -> tuple[float, int, int]:
+async def _serve(
+    app: Any, path: str, query: str, headers: list[tuple[bytes, bytes]]
+) -> tuple[float, int, int]:
     """(seconds, status, body bytes) of one request to the ASGI app, measured around the app's own work."""
     finished = asyncio.Event()
     status = 0
@@ -110,7 +119,9 @@ async def page_times(folder: Path, turns: int, repeats: int) -> None:
                 assert status == 200, (name, status)
                 times.append(seconds)
             figures[name] = statistics.median(times)
-            print(f"   {name:<22}{figures[name] * 1000:>9.1f} ms{max(times) * 1000:>8.1f} ms{size / 1024:>9.0f} KiB")
+            print(
+                f"   {name:<22}{figures[name] * 1000:>9.1f} ms{max(times) * 1000:>8.1f} ms{size / 1024:>9.0f} KiB"
+            )
         # A live update: the stream's first event after one new entry (the page already shows the rest).
         from runtime.session import answer_thread
         from runtime.studio.live import thread_updates
@@ -129,9 +140,64 @@ async def page_times(folder: Path, turns: int, repeats: int) -> None:
         )
 
 
+async def prompt_costs(folder: Path, turns: int, rounds: int) -> None:
+    import sqlite3
+    from unittest import mock
+
+    from runtime.program_run import RunLimits
+    from runtime.session import ProgramSession
+    from runtime.session.prompt_log import PromptLog, RecordedPrompt
+
+    answers = real_answers()
+
+    def nothing(self: PromptLog, messages: Any, *, key: str = "") -> RecordedPrompt:
+        return RecordedPrompt(items=[])
+
+    async def one(kept: bool, path: Path) -> float:
+        with mock.patch.object(PromptLog, "record", PromptLog.record if kept else nothing):
+            started = time.perf_counter()
+            async with await ProgramSession.open(
+                loop_program(turns),
+                store=f"sqlite:///{path}",
+                model=loop_model(answers),
+                limits=RunLimits(max_model_calls=None),
+            ) as session:
+                result = await session.run()
+            seconds = time.perf_counter() - started
+        assert result.status == "needs_input", result.reason
+        return seconds
+
+    times: dict[bool, list[float]] = {True: [], False: []}
+    sizes: dict[bool, int] = {}
+    for number in range(rounds):  # interleaved, so the machine's load falls on both alike
+        for kept in (False, True):
+            path = folder / f"prompts-{kept}-{number}.db"
+            times[kept].append(await one(kept, path))
+            with sqlite3.connect(path) as connection:
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                pages, size = (
+                    connection.execute(f"PRAGMA {name}").fetchone()[0] for name in ("page_count", "page_size")
+                )
+            connection.close()
+            sizes[kept] = pages * size
+    print(
+        f"\n2. Keeping each turn's prompt: the {turns}-turn loop into SQLite (median of {rounds}), per model turn"
+    )
+    print(f"   {'':<22}{'time':>11}{'file':>12}")
+    for kept, name in ((False, "prompts not kept"), (True, "prompts kept")):
+        print(
+            f"   {name:<22}{statistics.median(times[kept]) / turns * 1000:>8.3f} ms{sizes[kept] / turns:>10.0f} B"
+        )
+    extra = (statistics.median(times[True]) - statistics.median(times[False])) / turns * 1000
+    print(
+        f"   keeping prompts costs {extra:.3f} ms and {(sizes[True] - sizes[False]) / turns:.0f} B per model turn"
+    )
+
+
 async def main(quick: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="pal-bench-studio-") as temporary:
         await page_times(Path(temporary), 300 if quick else 1000, 5 if quick else 15)
+        await prompt_costs(Path(temporary), 300 if quick else 1000, 3 if quick else 5)
 
 
 if __name__ == "__main__":

@@ -381,8 +381,9 @@ class Journal:
                 "prompt": response.usage.prompt_tokens,
                 "completion": response.usage.completion_tokens,
             },
-            "prompt": self.prompts.record(request.messages),  # for readers; nothing replays from it
         }
+        prompt = self.prompts.record(request.messages, key=f"{label}:{payload['playbook'] or ''}")
+        payload["prompt"] = prompt.items  # for readers (pal studio); nothing replays from it
         if turn is not None:
             payload["verdict"] = "accepted"
             payload["changed"] = turn_changes(turn, instance)
@@ -393,7 +394,7 @@ class Journal:
             payload["problems"] = list(problems)
         _probe("model.answered", agent=label, answer=self.answers + 1)
         number = await self.append(EntryKind.TURN, payload)
-        self.prompts.written(number, payload["prompt"])
+        self.prompts.written(number, prompt)
         self._count_tokens(response.usage.prompt_tokens, response.usage.completion_tokens)
         self.answers += 1
         if turn is not None:

@@ -4,6 +4,7 @@ repairs and the thread's token totals, which `read_state` folds in."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -12,20 +13,24 @@ from hypothesis import strategies as st
 
 from runtime.models.base import ChatMessage, ModelRequest, ModelResponse, Usage
 from runtime.session import ProgramSession
-from runtime.session.prompt_log import PromptLog, PromptMissing, read_prompt
+from runtime.session.prompt_log import KEYFRAME_EVERY, PromptLog, PromptMissing, read_prompt
 from runtime.session.view import read_state
 from runtime.store import Entry, open_store
 from tests.runtime.studio.threads import DESK, desk_model
 
 texts = st.text(st.characters(codec="utf-8"), max_size=60)
+lines = st.lists(st.text(st.characters(codec="utf-8", exclude_characters="\r\n"), max_size=30), max_size=8)
 
 
 @st.composite
 def prompts(draw: st.DrawFn) -> list[ChatMessage]:
-    """A system message, the turn's user message with its stable mark somewhere, and maybe a retry."""
+    """A system message, the turn's user message with its stable mark somewhere and a changing part of a few
+    lines (line ends of any kind), and maybe a retry."""
     system = ChatMessage(role="system", content=draw(st.sampled_from(["You are the CPU.", "Short."])))
     shared = draw(st.sampled_from(["# Agent A\n## Main\n01:EXE", "# Agent B\n"]))
-    user = ChatMessage(role="user", content=shared + draw(texts), stable_chars=len(shared))
+    ending = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    tail = ending.join(draw(lines)) + draw(texts)
+    user = ChatMessage(role="user", content=shared + tail, stable_chars=len(shared))
     messages = [system, user]
     if draw(st.booleans()):
         messages += [
@@ -39,31 +44,67 @@ def _entry(number: int, prompt: list[dict[str, object]]) -> Entry:
     return Entry(number=number, kind="turn", key=None, created=datetime.now(UTC), payload={"prompt": prompt})
 
 
-@pytest.mark.anyio
-@given(turns=st.lists(prompts(), min_size=1, max_size=6))
-async def test_a_recorded_prompt_reads_back_exactly(turns: list[list[ChatMessage]]) -> None:
+async def _recorded(turns: list[list[ChatMessage]], key: str = "A:Main") -> dict[int, Entry]:
     log = PromptLog()
     entries: dict[int, Entry] = {}
     for number, messages in enumerate(turns, start=1):
-        recorded = log.record(messages)
-        entries[number] = _entry(number, recorded)
+        recorded = log.record(messages, key=key)
+        entries[number] = _entry(number, recorded.items)
         log.written(number, recorded)
+    return entries
 
+
+async def _read_all(entries: dict[int, Entry]) -> list[list[tuple[str, str]]]:
     async def read_entry(number: int) -> Entry | None:
         return entries.get(number)
 
+    read = []
+    for number in sorted(entries):
+        messages = await read_prompt(entries[number], read_entry)
+        assert messages is not None
+        read.append([(message.role, message.text) for message in messages])
+    return read
+
+
+@pytest.mark.anyio
+@given(turns=st.lists(prompts(), min_size=1, max_size=20))
+async def test_a_recorded_prompt_reads_back_exactly(turns: list[list[ChatMessage]]) -> None:
+    entries = await _recorded(turns)
+    assert await _read_all(entries) == [[(m.role, m.content) for m in messages] for messages in turns]
     seen: set[str] = set()
-    for number, messages in enumerate(turns, start=1):
-        read = await read_prompt(entries[number], read_entry)
-        assert read is not None
-        assert [(message.role, message.text) for message in read] == [(m.role, m.content) for m in messages]
+    for number in sorted(entries):
         for item in entries[number].payload["prompt"]:
             if "part" in item:  # a shared part's text is stored the first time only
                 assert ("head" in item) == (item["part"] not in seen)
                 seen.add(item["part"])
     # A log read again (a resumed run) names the parts the entries hold instead of storing them again.
     again = PromptLog(entries.values()).record(turns[0])
-    assert all("head" not in item for item in again)
+    assert all("head" not in item for item in again.items)
+
+
+@pytest.mark.anyio
+async def test_a_sliding_session_log_is_stored_as_the_lines_that_changed() -> None:
+    shared = "# Agent Counter\n## Main\n"
+    turns = []
+    for turn in range(40):
+        log = "".join(f"- Counter said: number {n} is fine\n" for n in range(max(0, turn - 30), turn))
+        text = f"## State\n- $i = {turn}\n\n## Session log\n{log}\n## Your task\nGo on at 02"
+        turns.append(
+            [
+                ChatMessage(role="system", content="CPU"),
+                ChatMessage(role="user", content=shared + text, stable_chars=len(shared)),
+            ]
+        )
+    entries = await _recorded(turns)
+    assert await _read_all(entries) == [[(m.role, m.content) for m in messages] for messages in turns]
+    kinds = ["delta" if "delta" in entries[n].payload["prompt"][1] else "whole" for n in sorted(entries)]
+    # A whole copy every KEYFRAME_EVERY turns, and while the window is short (its edits would be most of it).
+    assert kinds[0] == "whole" and kinds.count("whole") <= -(-40 // KEYFRAME_EVERY) + 3
+    stored = sum(len(json.dumps(entries[n].payload["prompt"])) for n in entries)
+    whole = sum(
+        len(json.dumps([{"role": m.role, "text": m.content} for m in messages])) for messages in turns
+    )
+    assert stored * 2 < whole  # the shared part once; each turn, the lines that changed
 
 
 @pytest.mark.anyio
