@@ -160,8 +160,20 @@
       body.dataset.last = String(update.last);
       body.dataset.open = String(update.open);
       body.dataset.status = update.status;
-      if (changed) loadChart(body.dataset.playbook);
+      if (changed) chartSoon();
     });
+
+    // A busy thread changes often: its flowchart is drawn again at most every 2 s (the last change included).
+    let chartTimer = null;
+    let chartAgain = false;
+    function chartSoon() {
+      if (chartTimer) { chartAgain = true; return; }
+      loadChart(body.dataset.playbook);
+      chartTimer = setTimeout(function () {
+        chartTimer = null;
+        if (chartAgain) { chartAgain = false; chartSoon(); }
+      }, 2000);
+    }
   }
 
   if (body.dataset.page === "threads") threadsPage();
