@@ -76,13 +76,30 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="sampling seed for models that take one")
     parser.add_argument("--quiet", "-q", action="store_true", help="print only what agents say")
     add_budget_arguments(parser, scope="the run")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="emit OpenTelemetry spans over OTLP/HTTP (to $OTEL_EXPORTER_OTLP_ENDPOINT, default "
+        "http://localhost:4318; on anyway when that is set); needs pal-bridge[otel] (docs/observability.md)",
+    )
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"run": _add_run}
 
 
 def run_command(args: argparse.Namespace) -> int:
-    return asyncio.run(_run(args))
+    from runtime import telemetry
+
+    if args.otel:
+        try:
+            telemetry.enable()
+        except ImportError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    try:
+        return asyncio.run(_run(args))
+    finally:
+        telemetry.flush()  # the spans still buffered go out before the process ends
 
 
 async def _run(args: argparse.Namespace) -> int:

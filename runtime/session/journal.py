@@ -392,7 +392,7 @@ class Journal:
                 "completion": response.usage.completion_tokens,
             },
         }
-        prompt = self.prompts.record(request.messages, key=f"{label}:{payload['playbook'] or ''}")
+        prompt = self.prompts.record(request.messages, key=PromptLog.key(label, payload["playbook"]))
         payload["prompt"] = prompt.items  # for readers (pal studio); nothing replays from it
         if turn is not None:
             payload["verdict"] = "accepted"

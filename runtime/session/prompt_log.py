@@ -13,12 +13,13 @@ A recorded prompt is a list with one item per chat message:
 
     {"role": "system", "part": "3f9c...", "head": "You are the CPU ...", "tail": ""}   (first time)
     {"role": "system", "part": "3f9c...", "at": 1, "tail": ""}                         (later: text at entry 1)
-    {"role": "user", "part": "77ab...", "at": 1, "tail": "## State ..."}                (a keyframe)
-    {"role": "user", "part": "77ab...", "at": 1, "delta": {"base": 4, "ops": [[0, 3], "- new line\\n"]}}
+    {"role": "user", "part": "77ab...", "at": 1, "chain": true, "tail": "## State ..."} (stored whole)
+    {"role": "user", "part": "77ab...", "at": 1, "chain": true, "delta": {"base": 4, "ops": [[0, 3], "- a\\n"]}}
                                                                 (the previous turn's tail, edited)
     {"role": "assistant", "tail": "recap - ..."}                                       (no shared part)
 
-The message's text is its head and its tail; a delta's tail is the tail of the same message in entry `base`
+The message's text is its head and its tail (`chain` marks the message whose changing part is stored as
+edits of the playbook's previous turn); a delta's tail is the tail of the same message in entry `base`
 (the playbook's previous turn) with `ops` applied in order: `[i, j]` copies its lines i to j-1, a string is
 new text. Nothing replays from any of
 it: a resumed run builds its prompts anew.
@@ -100,13 +101,41 @@ class PromptLog:
         for entry in entries:
             self.note(entry)
 
+    @staticmethod
+    def key(agent: str, playbook: str | None) -> str:
+        """The name of an agent's playbook's chain of prompts (its turns' changing parts)."""
+        return f"{agent}:{playbook or ''}"
+
     def note(self, entry: Entry) -> None:
-        """Learn the shared parts whose text `entry` holds (an entry of the log, read or just written)."""
+        """Learn what `entry` (an entry of the log, in order) holds: the shared parts it stores, and the
+        changing part of its playbook's prompt, so that a journal that resumes a thread goes on storing its
+        prompts exactly as the run that wrote the log would have."""
         if entry.kind != EntryKind.TURN:
             return
-        for item in entry.payload.get("prompt") or ():
-            if isinstance(item, dict) and "head" in item and isinstance(item.get("part"), str):
+        payload = entry.payload
+        for item in payload.get("prompt") or ():
+            if not isinstance(item, dict):
+                continue
+            if "head" in item and isinstance(item.get("part"), str):
                 self._held.setdefault(item["part"], entry.number)
+            if item.get("chain"):
+                self._follow(
+                    self.key(str(payload.get("agent", "")), payload.get("playbook")), entry.number, item
+                )
+
+    def _follow(self, key: str, number: int, item: dict[str, Any]) -> None:
+        if "delta" not in item:
+            self._chains[key] = _Chain(
+                entry=number, lines=str(item.get("tail", "")).splitlines(keepends=True)
+            )
+            return
+        chain = self._chains.get(key)
+        delta = item["delta"]
+        if chain is None or chain.entry != delta.get("base"):
+            self._chains.pop(key, None)  # a log this journal cannot follow: the next turn starts a new chain
+            return
+        lines = _apply(chain.lines, delta.get("ops") or ())
+        self._chains[key] = _Chain(entry=number, lines=lines, since=chain.since + 1)
 
     def record(self, messages: Sequence[ChatMessage], *, key: str = "") -> RecordedPrompt:
         """The prompt as a turn entry stores it: shared parts the log holds are named, not repeated, and the
@@ -129,6 +158,7 @@ class PromptLog:
                 lines = tail.splitlines(keepends=True)
                 delta = self._delta(key, lines)
                 chain = (key, lines, delta is None)
+                item["chain"] = True
                 if delta is None:
                     item["tail"] = tail
                 else:
@@ -167,6 +197,12 @@ class PromptLog:
             self._chains[key] = _Chain(entry=number, lines=lines, since=since)
 
 
+def _apply(lines: list[str], ops: Iterable[Any]) -> list[str]:
+    """The lines a delta's `ops` make of the previous turn's `lines`."""
+    text = "".join("".join(lines[op[0] : op[1]]) if isinstance(op, list) else str(op) for op in ops)
+    return text.splitlines(keepends=True)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PromptMessage:
     """One message of a recorded prompt, read back."""
@@ -192,26 +228,34 @@ class _Reader:
     read_entry: Callable[[int], Awaitable[Entry | None]]
     cache: dict[int, Entry | None] = field(default_factory=dict)
 
-    async def item(
-        self, number: int, index: int, *, part: Any, what: str, holding: str | None = None
-    ) -> dict[str, Any]:
-        """Entry `number`'s prompt message with shared part `part` (holding `holding`, if given); its message
-        `index` is looked at first, as the prompts of one playbook keep their order."""
+    async def item(self, number: int, what: str, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The item of entry `number`'s prompt that `matches`."""
         if number not in self.cache:
             self.cache[number] = await self.read_entry(number)
         holder = self.cache[number]
         items = holder.payload.get("prompt") if holder is not None else None
-        items = items if isinstance(items, list) else []
-        for item in [*items[index : index + 1], *items]:
-            if isinstance(item, dict) and item.get("part") == part and (holding is None or holding in item):
-                if holding is None and "tail" not in item and "delta" not in item:
-                    continue
+        for item in items if isinstance(items, list) else ():
+            if isinstance(item, dict) and matches(item):
                 return item
         raise PromptMissing(
             f"entry {self.entry.number}: its prompt names {what} of entry {number}, which does not hold it"
         )
 
-    async def tail(self, item: dict[str, Any], index: int, part: Any) -> str:
+    async def head(self, item: dict[str, Any]) -> str:
+        """A message's shared part: stored here, or named (its text in an earlier entry)."""
+        if "head" in item:
+            return str(item["head"])
+        part = item.get("part")
+        if part is None:
+            return ""
+        holder = await self.item(
+            int(item.get("at", 0)),
+            f"the shared part {part}",
+            lambda found: found.get("part") == part and "head" in found,
+        )
+        return str(holder["head"])
+
+    async def tail(self, item: dict[str, Any]) -> str:
         """A message's changing part: stored whole, or edits of the previous turn's (followed back to the
         turn that stored it whole, then applied forward)."""
         edits: list[list[Any]] = []
@@ -222,14 +266,15 @@ class _Reader:
                 )
             delta = item["delta"]
             edits.append(list(delta.get("ops") or ()))
-            item = await self.item(
-                int(delta.get("base", 0)), index, part=part, what="the previous turn's prompt"
-            )
-        text = str(item.get("tail", ""))
+            item = await self.item(int(delta.get("base", 0)), "the previous turn's prompt", _chained)
+        lines = str(item.get("tail", "")).splitlines(keepends=True)
         for ops in reversed(edits):
-            lines = text.splitlines(keepends=True)
-            text = "".join("".join(lines[op[0] : op[1]]) if isinstance(op, list) else str(op) for op in ops)
-        return text
+            lines = _apply(lines, ops)
+        return "".join(lines)
+
+
+def _chained(item: dict[str, Any]) -> bool:
+    return bool(item.get("chain"))
 
 
 async def read_prompt(
@@ -242,15 +287,8 @@ async def read_prompt(
         return None
     reader = _Reader(entry, read_entry, {entry.number: entry})
     messages: list[PromptMessage] = []
-    for index, item in enumerate(recorded):
-        part = item.get("part")
-        head = ""
-        if "head" in item:
-            head = str(item["head"])
-        elif part is not None:
-            at = int(item.get("at", 0))
-            holder = await reader.item(at, index, part=part, holding="head", what=f"the shared part {part}")
-            head = str(holder["head"])
-        tail = await reader.tail(item, index, part)
+    for item in recorded:
+        head = await reader.head(item)
+        tail = await reader.tail(item)
         messages.append(PromptMessage(role=str(item.get("role", "")), text=head + tail, shared=len(head)))
     return messages

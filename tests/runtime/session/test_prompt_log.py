@@ -41,7 +41,8 @@ def prompts(draw: st.DrawFn) -> list[ChatMessage]:
 
 
 def _entry(number: int, prompt: list[dict[str, object]]) -> Entry:
-    return Entry(number=number, kind="turn", key=None, created=datetime.now(UTC), payload={"prompt": prompt})
+    payload = {"agent": "A", "playbook": "Main", "prompt": prompt}
+    return Entry(number=number, kind="turn", key=None, created=datetime.now(UTC), payload=payload)
 
 
 async def _recorded(turns: list[list[ChatMessage]], key: str = "A:Main") -> dict[int, Entry]:
@@ -77,9 +78,13 @@ async def test_a_recorded_prompt_reads_back_exactly(turns: list[list[ChatMessage
             if "part" in item:  # a shared part's text is stored the first time only
                 assert ("head" in item) == (item["part"] not in seen)
                 seen.add(item["part"])
-    # A log read again (a resumed run) names the parts the entries hold instead of storing them again.
-    again = PromptLog(entries.values()).record(turns[0])
+    # A log read again (a resumed run) names the parts the entries hold instead of storing them again, and
+    # stores the next turn exactly as the run that wrote the log would have.
+    again = PromptLog(entries.values()).record(turns[0], key="A:Main")
     assert all("head" not in item for item in again.items)
+    for cut in range(1, len(turns)):
+        resumed = PromptLog(entries[number] for number in range(1, cut + 1))
+        assert resumed.record(turns[cut], key="A:Main").items == entries[cut + 1].payload["prompt"]
 
 
 @pytest.mark.anyio
