@@ -9,8 +9,9 @@
    and with the journal's prompt log replaced by one that keeps nothing, interleaved, into SQLite: time per
    model turn and the SQLite file per turn (the durable-runs benchmark's figures before prompts were kept).
 3. OpenTelemetry spans on against off, on the runtime benchmark's loops (benchmarks/bench_runtime.py: the
-   30-step playbook of model turns, and the fast-path loop), the spans going to the SDK's in-memory exporter
-   through a batch processor, interleaved in one run. Goal: <= 1.05x.
+   30-step playbook of model turns, and the fast-path loop with a Python call each round), the spans going
+   to the SDK's in-memory exporter through a batch processor (what an OTLP exporter sits behind), CPU time,
+   interleaved in alternating order in one run. Goal: <= 1.05x.
 
 Run: python benchmarks/bench_studio.py [--quick]
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -194,10 +196,131 @@ async def prompt_costs(folder: Path, turns: int, rounds: int) -> None:
     )
 
 
+class _BareSpans:
+    """The floor: one span of the same SDK pipeline per model call and per Python call, with no attributes,
+    no context and no verdict (what any OpenTelemetry instrumentation of these calls costs at least)."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+
+    def for_run(self, **_: Any) -> _BareSpans:
+        return self
+
+    def run(self) -> Any:
+        return contextlib.nullcontext(self)
+
+    def agent(self, *_: Any) -> Any:
+        return contextlib.nullcontext()
+
+    playbook = agent
+
+    @contextlib.contextmanager
+    def chat(self, *_: Any) -> Any:
+        span = self.tracer.start_span("chat")
+        try:
+            yield self
+        finally:
+            span.end()
+
+    def answered(self, *_: Any, **__: Any) -> None:
+        return None
+
+    def ended(self, *_: Any) -> None:
+        return None
+
+    def judged(self, *_: Any, **__: Any) -> None:
+        return None
+
+    def tool(self, agent: Any, playbook: Any, invoke: Any) -> Any:
+        async def traced() -> Any:
+            span = self.tracer.start_span("tool")
+            try:
+                return await invoke()
+            finally:
+                span.end()
+
+        return traced
+
+
+async def span_costs(rounds: int) -> None:
+    import timeit
+    from unittest import mock
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import runtime.program_run
+    from benchmarks.bench_runtime import LOOP_PROGRAM, LOOP_TURNS, STEPS, loop_run, program_text, turns_run
+    from pal_core.parser import parse
+    from runtime.models.base import ModelRequest, ModelResponse
+    from runtime.otel import OtelTelemetry
+    from runtime.telemetry import NO_SPANS
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    variants: dict[str, Any] = {
+        "off": None,
+        "a bare span per call (the floor)": _BareSpans(provider.get_tracer("bench")),
+        "on": OtelTelemetry(provider),
+    }
+    print(
+        f"\n3. OpenTelemetry spans on against off (CPU time, median of {rounds} interleaved runs, in turn order)"
+    )
+    cases = (
+        (f"{STEPS}-step playbook, one model turn a step", parse(program_text()), turns_run, STEPS),
+        (
+            f"fast-path loop, {LOOP_TURNS} rounds with a Python call",
+            parse(LOOP_PROGRAM),
+            loop_run,
+            LOOP_TURNS,
+        ),
+    )
+    for name, program, measure, calls in cases:
+        times: dict[str, list[float]] = {variant: [] for variant in variants}
+        await measure(program)  # warm-up
+        for number in range(rounds):
+            for variant in list(variants) if number % 2 else list(reversed(variants)):
+                chosen = variants[variant]
+                if chosen is None:
+                    times[variant].append(await measure(program))
+                    continue
+                with mock.patch.object(runtime.program_run, "telemetry", lambda chosen=chosen: chosen):
+                    times[variant].append(await measure(program))
+            provider.force_flush()
+            exporter.clear()
+        off = statistics.median(times["off"])
+        print(f"   {name}: off {off * 1000:.2f} ms")
+        for variant in list(variants)[1:]:
+            value = statistics.median(times[variant])
+            print(
+                f"     {variant:<34} {value * 1000:8.2f} ms  ratio {value / off:.3f}  "
+                f"(+{(value - off) / calls * 1e6:.1f} µs a call)"
+            )
+        on = statistics.median(times["on"]) / off
+        verdict = "meets" if on <= SPANS_GOAL else "MISSES"
+        print(f"     spans on: {verdict} the goal of <= {SPANS_GOAL}")
+    provider.shutdown()
+    # What the hooks cost when spans are off: the calls a model turn makes on NO_SPANS.
+    request = ModelRequest(messages=())
+    response = ModelResponse(text="", model="m")
+
+    def one_turn() -> None:
+        with NO_SPANS.chat(None, request) as span:  # type: ignore[arg-type]
+            span.answered(response, replayed=False)
+        NO_SPANS.judged(None, request, turn=None)  # type: ignore[arg-type]
+
+    repeats = 200_000
+    seconds = min(timeit.repeat(one_turn, number=repeats, repeat=5)) / repeats
+    print(f"   with spans off, a model turn's calls to the spans (NO_SPANS) take {seconds * 1e6:.2f} µs")
+
+
 async def main(quick: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="pal-bench-studio-") as temporary:
         await page_times(Path(temporary), 300 if quick else 1000, 5 if quick else 15)
         await prompt_costs(Path(temporary), 300 if quick else 1000, 3 if quick else 5)
+    await span_costs(7 if quick else 21)
 
 
 if __name__ == "__main__":
