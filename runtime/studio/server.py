@@ -5,11 +5,12 @@ the studio started (each records that it was interrupted) and closes the server.
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from urllib.parse import quote
+
+from runtime.sockets import base_url, listening_socket
 
 from .app import Studio
 
@@ -33,20 +34,6 @@ class StudioEndpoint:
     """The task serving it."""
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
-    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, protocol)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 @asynccontextmanager
 async def serving_studio(
     studio: Studio, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT
@@ -59,10 +46,8 @@ async def serving_studio(
         def capture_signals(self) -> Iterator[None]:
             yield  # signals belong to the program serving the studio (`pal studio` handles Ctrl-C)
 
-    sock = _listening_socket(host, port)
-    bound_host, bound_port = sock.getsockname()[:2]
-    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
-    base = f"http://{shown}:{bound_port}"
+    sock = listening_socket(host, port, backlog=128)
+    base = base_url(sock)
     config = uvicorn.Config(
         studio.asgi,
         log_level="warning",
