@@ -243,3 +243,28 @@ async def test_a_thread_whose_program_changed_says_so(tmp_path: Path) -> None:
             gone = (await http.get("/thread", params={"id": "d1"})).text
             assert "is not there any more" in gone and "<svg" not in gone
         assert (await store.get_thread("d1")).last_entry == 8  # nothing was written
+
+
+async def test_a_thread_of_calls_shows_each_call_and_how_it_ended() -> None:
+    from runtime.errors import PlaybookFailed
+    from runtime.session import CallSession
+    from tests.runtime.session.programs import COUNTER
+
+    async with open_store("memory://") as store:
+        with anyio.fail_after(30):
+            async with await CallSession.open(COUNTER, store=store, thread="c") as session:
+                await session.call("Reset")
+                await session.call("Add", {"n": 5})
+                await session.call("Note", {"label": "hi"})
+                with pytest.raises(PlaybookFailed):
+                    await session.call("Boom")
+        studio = Studio(store, token=TOKEN)
+        async with client(studio, **AUTH) as http:
+            page = (await http.get("/thread", params={"id": "c"})).text
+            listed = (await http.get("/")).text
+    assert "calls thread" in page and "counter.pal is not there any more" in page
+    assert "call <code>Counter.Add(n=5)</code>" in page and "the call returned <code>5</code>" in page
+    assert "the call failed (rolled back): PlaybookFailed:" in page and "the fuse was lit" in page
+    assert "Record(label=&quot;hi&quot;)" in page and "&quot;HI&quot;" in page  # the Python call inside Note
+    row = re.search(r'<tr data-thread="c".*?</tr>', listed, re.DOTALL)
+    assert row is not None and "<td>calls</td>" in row.group(0) and "failed" in row.group(0)
