@@ -34,6 +34,7 @@ from typing import Any
 from mcp_bridge.cli import TOKEN_ENV
 from mcp_bridge.server import PlaybookServer
 from mcp_bridge.stdio import StdioWire, claim_stdio, stdio_streams
+from runtime.sockets import base_url, listening_socket
 
 logger = logging.getLogger(__name__)
 
@@ -246,24 +247,8 @@ class SessionLimits:
     later opens a new one)."""
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
-    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, protocol)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 def _url(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{MCP_PATH}"
+    return f"{base_url(sock)}{MCP_PATH}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -302,7 +287,7 @@ async def serving_http(
             # Signals belong to the program embedding the server (serve_http handles Ctrl-C itself).
             yield
 
-    sock = _listening_socket(host, port)
+    sock = listening_socket(host, port)
     config = uvicorn.Config(
         http_app(server, host=host, token=token, limits=limits),
         log_level="warning",
