@@ -65,15 +65,14 @@ async def _studio(args: argparse.Namespace) -> int:
         print(f"{INSTALL_HINT} ({error})", file=sys.stderr)
         return 2
     from pal_core.errors import PalError
-    from runtime.commands.run import _default_store, _message
-    from runtime.session import opened_store
+    from runtime.commands.stores import error_text, open_command_store
 
     token = args.token or os.environ.get(TOKEN_ENV) or new_token()
     try:
         model = _model(args.model)
-        store, _ = await opened_store(args.store or _default_store())
+        store = await open_command_store(args.store, writes=False)
     except (PalError, OSError, ValueError) as error:
-        print(_message(error), file=sys.stderr)
+        print(error_text(error), file=sys.stderr)
         return 2
     try:
         studio = Studio(store, token=token, host=args.host, model=model)

@@ -213,7 +213,7 @@ def test_pal_run_exports_its_spans_over_otlp_http(tmp_path: Path) -> None:
             [
                 *(sys.executable, "-m", "runtime.cli", "run", str(DESK), "--otel", "--thread", "o1"),
                 *("--no-input", "--message", "order 1234", "--model", f"scripted:{DESK_ANSWERS}"),
-                *("--store", f"sqlite:///{tmp_path / 'runs.db'}"),
+                *("--store", f"sqlite:///{tmp_path / 'runs.db'}", "--create-store"),
             ],
             cwd=tmp_path,
             env=env,

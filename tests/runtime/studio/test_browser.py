@@ -136,7 +136,7 @@ async def test_watch_answer_and_fork_a_run_in_the_browser(tmp_path: Path) -> Non
     run_command = _pal("run", str(DESK), "--thread", "live-1", "--no-input", "--message", "order 1234")
     studio_command = _pal("studio", "--store", store, "--port", "0", "--model", model)
     with (
-        _process([*run_command, "--model", model, "--store", store], tmp_path, env) as run,
+        _process([*run_command, "--model", model, "--store", store, "--create-store"], tmp_path, env) as run,
         _process(studio_command, tmp_path, env) as studio,
     ):
         printed = read_until(studio, b"\n", timeout=PROCESS_WAIT).decode()

@@ -45,3 +45,11 @@ def test_a_port_in_use_is_refused(tmp_path: Path) -> None:
 def test_a_bad_port_is_refused_by_the_parser(tmp_path: Path) -> None:
     done = _studio(tmp_path, "--port", "70000")
     assert done.returncode == 2 and "70000 is not a port number" in done.stderr
+
+
+def test_a_store_file_that_does_not_exist_is_refused_not_made(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "runs.db"
+    done = _studio(tmp_path, "--store", f"sqlite:///{missing}", "--port", "0")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "does not exist" in done.stderr
+    assert not missing.parent.exists()
