@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import sys
 import threading
@@ -67,17 +68,47 @@ def _normal(entry: str) -> str:
         return entry
 
 
+class ModuleLoadError(ImportError):
+    """A module was found but failed while loading: its own code raised (a missing API key, a syntax
+    error, a package it imports that is not installed). The message is one line naming the module, its
+    file and the exception; the exception itself is the `__cause__`."""
+
+
 def import_module(name: str, *, program_file: str | Path | None = None) -> ModuleType:
     """Import `name` the way programs bind modules (see the module docstring). ImportError says where
-    it looked when the module is not found."""
+    it looked when the module is not found; ModuleLoadError (an ImportError) names the module, its file
+    and the exception when the module's own code fails while loading."""
     folders = use_module_folders(program_file)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
         missing = error.name or name
-        if name != missing and not name.startswith(f"{missing}."):
-            raise  # the module was found; something it imports is missing: its own error says what
-        raise ModuleNotFoundError(f"{error} ({where_looked(folders)})", name=error.name) from None
+        if name == missing or name.startswith(f"{missing}."):
+            raise ModuleNotFoundError(f"{error} ({where_looked(folders)})", name=error.name) from None
+        raise _load_error(name, error) from error  # found; something it imports is missing
+    except ModuleLoadError:
+        raise
+    except Exception as error:  # the module's own code failed while loading; SyntaxError included
+        raise _load_error(name, error) from error
+
+
+def _load_error(name: str, error: BaseException) -> ModuleLoadError:
+    text = str(error).strip().splitlines()
+    detail = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    if isinstance(error, SyntaxError) and error.filename:
+        where = f"{error.filename}:{error.lineno}" if error.lineno else error.filename
+        return ModuleLoadError(f"module {name} ({where}) failed to load: SyntaxError: {error.msg}", name=name)
+    return ModuleLoadError(f"module {name} ({_module_file(name)}) failed to load: {detail}", name=name)
+
+
+def _module_file(name: str) -> str:
+    """The file `name` loads from, for messages (`?` when the import system cannot say)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a parent package that fails too: its own error said why
+        spec = None
+    origin = getattr(spec, "origin", None)
+    return str(origin) if origin else "?"
 
 
 def where_looked(folders: tuple[Path, ...]) -> str:
@@ -98,4 +129,11 @@ def resolve(path: str, *, program_file: str | Path | None = None) -> Any:
     return value
 
 
-__all__ = ["import_module", "module_folders", "resolve", "use_module_folders", "where_looked"]
+__all__ = [
+    "ModuleLoadError",
+    "import_module",
+    "module_folders",
+    "resolve",
+    "use_module_folders",
+    "where_looked",
+]
