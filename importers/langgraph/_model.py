@@ -180,8 +180,21 @@ class Node:
     list is built at run time (any combination)."""
     asks_human: bool = False
     """Whether it calls `interrupt()`."""
+    injected: tuple[str, ...] = ()
+    """The keyword arguments LangGraph passes it besides the state (`config`, `runtime`, `store`,
+    `writer`, ...), as LangGraph's own RunnableCallable reads them from its signature."""
+    reads_context: tuple[str, ...] = ()
+    """LangGraph functions it calls to read its run from inside (`get_stream_writer`, `get_config`, ...)."""
+    model: str | None = None
+    """How it reaches a chat model it calls inside its Python (`the chat model llm`); None when it does not."""
     unsupported_reason: str = ""
     """For UNSUPPORTED: why, as reported."""
+
+
+def runs_in_graph_run(node: Node) -> bool:
+    """Whether a function node is run by `RunNode` with the graph's run (LangGraph's config, runtime,
+    store, writer and served chat models) rather than called as a plain Python playbook."""
+    return bool(node.injected or node.reads_context or node.model or node.asks_human)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,6 +225,10 @@ class Graph:
     """Nodes the compiled graph pauses after."""
     agent: LlmAgent | None = None
     """Set when the whole graph is an LLM agent."""
+    context_schema: str | None = None
+    """The import path of the graph's `context_schema` (a dataclass, pydantic model or TypedDict)."""
+    takes_context: bool = False
+    """Whether the graph declares a context schema: its `Invoke` then takes `$context`."""
 
     def static_targets(self, node: str) -> tuple[str, ...]:
         """Targets of the static edges out of `node` (END included), sorted."""

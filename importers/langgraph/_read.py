@@ -35,9 +35,10 @@ from importers.langgraph._code import (
     writes_command_goto,
 )
 from importers.langgraph._diagnostics import (
+    CONTEXT_SCHEMA,
     DEFERRED_NODE,
     MANAGED_VALUE,
-    NODE_NEEDS_CONTEXT,
+    MODEL_IN_PYTHON,
     NODE_POLICY,
     NODE_WITHOUT_IMPORT_PATH,
     REDUCER_WITHOUT_IMPORT_PATH,
@@ -59,6 +60,7 @@ from importers.langgraph._model import (
     NodeKind,
     Router,
 )
+from importers.langgraph._model_use import model_reference, reads_run_context
 
 _JSON_INITIALS = (list, dict, int, float, str, bool)
 _DEFAULT_GRAPH_NAME = "LangGraph"
@@ -105,12 +107,15 @@ def read_graph(value: Any, *, name: str, source: str | None, scope: str, finding
         for source_node, branches in builder.branches.items()
         if branches
     }
+    context_schema = _context_schema(builder, scope, findings)
     return Graph(
         name=name,
         source=source,
         channels=channels,
         input_keys=_schema_keys(builder, builder.input_schema),
         output_keys=_schema_keys(builder, builder.output_schema),
+        context_schema=context_schema,
+        takes_context=getattr(builder, "context_schema", None) is not None,
         nodes=nodes,
         edges=tuple(sorted(builder.edges)),
         joins=tuple(sorted((tuple(sorted(starts)), end) for starts, end in builder.waiting_edges)),
@@ -135,6 +140,21 @@ def _agent_graph(builder: Any, agent: LlmAgent, channels: tuple[Channel, ...], s
         routers={},
         agent=agent,
     )
+
+
+def _context_schema(builder: Any, scope: str, findings: Findings) -> str | None:
+    """The import path of the graph's context schema, which builds a run's context as LangGraph does."""
+    schema = getattr(builder, "context_schema", None)
+    if schema is None:
+        return None
+    path, why = import_path(schema)
+    if path is None:
+        findings.add(
+            CONTEXT_SCHEMA,
+            f"graph {scope or ''}context schema {getattr(schema, '__name__', schema)!r}",
+            f"it cannot be imported by path ({why}); nodes get the context as the dict it is given",
+        )
+    return path
 
 
 def _interrupt_nodes(compiled: Any | None, attribute: str, nodes: dict[str, Node]) -> frozenset[str]:
@@ -267,12 +287,15 @@ class _GraphReader:
             reason = f"its function cannot be imported by path: {why}"
             self.findings.add(NODE_WITHOUT_IMPORT_PATH, subject, reason)
             return Node(name=name, kind=NodeKind.UNSUPPORTED, command_ends=ends, unsupported_reason=reason)
-        injected = sorted(getattr(runnable, "func_accepts", None) or ())
-        if injected:
+        # LangGraph's own RunnableCallable read the signature: what it passes, the program passes.
+        injected = tuple(sorted(getattr(runnable, "func_accepts", None) or ()))
+        model = model_reference(function)
+        if model is not None:
             self.findings.add(
-                NODE_NEEDS_CONTEXT,
+                MODEL_IN_PYTHON,
                 subject,
-                f"it takes {', '.join(injected)}, which LangGraph passes and a PAL playbook call does not",
+                f"it calls a chat model inside its Python ({model}); the run's model answers the call, but "
+                "its prompt and tools stay in Python",
             )
         if not ends and (_is_bare_command(_return_annotation(function)) or writes_command_goto(function)):
             # `-> Command` (or no annotation) names no destinations: its goto may be any node, or END.
@@ -293,6 +316,9 @@ class _GraphReader:
             parallel_goto=bool(ends) and gotos_several(function),
             goto_combinations=goto_combinations(function),
             asks_human=calls_interrupt(function),
+            injected=injected,
+            reads_context=tuple(reads_run_context(function)),
+            model=model,
         )
 
     def _command_ends(self, ends: Any) -> tuple[str, ...]:

@@ -40,6 +40,12 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "(what agents say goes to standard error)",
     )
     parser.add_argument(
+        "--context",
+        metavar="JSON",
+        help="with --input: the entry playbook's `context` argument, a JSON object (an imported LangGraph "
+        "graph's run context, as graph.invoke(..., context=...) takes it)",
+    )
+    parser.add_argument(
         "--playbook", metavar="NAME", help="entry playbook for --input (Playbook or Agent.Playbook)"
     )
     parser.add_argument(
@@ -97,6 +103,8 @@ async def _run(args: argparse.Namespace) -> int:
 
     calling = args.input is not None
     try:
+        if args.context is not None and not calling:
+            raise ValueError("--context goes with --input (the entry call's input and its context)")
         program, warnings = load_valid(args.program)
         if not args.quiet:
             for warning in warnings:
@@ -172,12 +180,22 @@ def _default_store() -> str:
 
 def _entry_call(program: Any, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
     """(Agent.Playbook, arguments) for --input: the JSON object bound and checked (runtime.inputs)."""
-    from runtime.inputs import bind_input, check_arguments, parse_json_object
+    from runtime.inputs import InputError, bind_input, check_arguments, parse_json_object
     from runtime.session import resolve_playbook
 
     values = parse_json_object(args.input, option="--input")
     agent, playbook = resolve_playbook(program, None, args.playbook)
-    arguments = check_arguments(playbook, bind_input(playbook, values), label=f"--input for {playbook.name}")
+    bound = bind_input(playbook, values)
+    label = f"--input for {playbook.name}"
+    if args.context is not None:
+        if not any(parameter.name == "context" for parameter in playbook.parameters):
+            raise InputError(
+                f"--context: {playbook.name} takes no context (parameters: "
+                f"{', '.join(parameter.name for parameter in playbook.parameters) or 'none'})"
+            )
+        bound = {**bound, "context": parse_json_object(args.context, option="--context")}
+        label = f"--input and --context for {playbook.name}"
+    arguments = check_arguments(playbook, bound, label=label)
     return f"{agent.name}.{playbook.name}", arguments
 
 

@@ -304,7 +304,6 @@ DIAGNOSTIC_CASES = [
     ("channel_kinds", "LG104", "state key 'flash'"),
     ("channel_kinds", "LG103", "state key 'log'"),
     ("channel_kinds", "LG105", "state key 'remaining_steps'"),
-    ("needs_context", "LG110", "node 'configured'"),
     ("list_router", "LG111", "router after 'start'"),
     ("command_send", "LG117", "node 'start'"),
     ("runnable_nodes", "LG116", "node 'chain'"),
@@ -337,6 +336,16 @@ def test_what_cannot_be_expressed_is_reported_naming_its_subject(
     assert (code, subject) in found
     errors = [item for item in validate_text(write(result.program)) if item.severity == "error"]
     assert errors == []
+
+
+def test_a_node_taking_config_is_run_as_langgraph_runs_it_and_reported_nothing() -> None:
+    from tests.fixtures.langgraph import diagnostic_graphs
+
+    result = import_graph(diagnostic_graphs.needs_context, name="needs_context", strict=True)
+    playbook = result.program.agents[0].playbook("Configured")
+    assert playbook is not None and playbook.steps[0].text.startswith(
+        '$node_update = RunNode(node="configured", function="tests.fixtures.langgraph.diagnostic_graphs:with_config"'
+    )
 
 
 def test_unsupported_parts_are_reported_and_fail_loudly_where_they_would_run() -> None:

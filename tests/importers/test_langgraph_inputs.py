@@ -73,3 +73,51 @@ def test_a_module_that_fails_to_load_is_one_line_under_pal_import_and_pal_run(tm
     (tmp_path / "shouting.py").write_text("def shout(state:\n", encoding="utf-8")
     ran = run_pal("run", "shouting.pal", "--input", '{"text": "hi"}', "-q", *no_model(tmp_path), cwd=tmp_path)
     assert f"({tmp_path / 'shouting.py'}:1) failed to load: SyntaxError" in _one_line(ran.stderr)
+
+
+INPUT_KEY_MODULE = '''"""A graph whose state has a key named `input` (and one named `context`)."""
+
+from typing import TypedDict
+
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict, total=False):
+    input: str
+    context: dict
+    answer: str
+
+
+def answer(state: State) -> dict:
+    return {"answer": f"{state['input']}{state.get('context', {}).get('mark', '!')}"}
+
+
+builder = StateGraph(State)
+builder.add_node("answer", answer)
+builder.add_edge(START, "answer")
+builder.add_edge("answer", END)
+graph = builder.compile()
+'''
+
+
+def test_pal_run_input_is_the_graphs_input_whatever_its_keys_are_called(tmp_path: Path) -> None:
+    (tmp_path / "echo.py").write_text(INPUT_KEY_MODULE, encoding="utf-8")
+    imported = run_pal("import", "langgraph", "echo:graph", "-o", "echo.pal", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert "## Invoke($graph_input:dict) -> dict" in (tmp_path / "echo.pal").read_text(encoding="utf-8")
+    for given, expected in (
+        ({"input": "hello"}, {"input": "hello", "answer": "hello!"}),
+        (
+            {"input": "hi", "context": {"mark": "?"}},
+            {"input": "hi", "context": {"mark": "?"}, "answer": "hi?"},
+        ),
+        (
+            {"context": {"mark": "."}, "input": "ok"},
+            {"input": "ok", "context": {"mark": "."}, "answer": "ok."},
+        ),
+    ):
+        ran = run_pal(
+            "run", "echo.pal", "--input", json.dumps(given), "-q", *no_model(tmp_path), cwd=tmp_path
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout) == expected
