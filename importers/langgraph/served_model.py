@@ -40,12 +40,15 @@ from pal_core.errors import PalError
 from pal_core.ir import ArgKind, YieldKind
 from runtime.errors import RunError
 from runtime.models.base import ChatMessage, ModelRequest, RequestKind
+from runtime.schema import schema_problems
 
 RULES = """Answer in this format. To call tools, write each call on a line of its own as an inline call in \
 backticks, for example `$r1 = get_weather(city="Paris")`, then `yld call` on the last line; you will see \
 what they returned. To reply, write `Return["your reply"]` then `yld return`."""
 
-STRUCTURED_RULES = """Answer with `Return[{...}]` holding a JSON object with the fields of {name}, then `yld \
+REPLY_RULES = """Answer with `Return["your reply"]` then `yld return`."""
+
+STRUCTURED_RULES = """Answer with `Return[{{...}}]` holding a JSON object with the fields of {name}, then `yld \
 return`. Its JSON Schema: {schema}"""
 
 
@@ -170,23 +173,21 @@ def chat_request(call: ChatCall, limits: Any, who: str) -> ModelRequest:
             turns.append(ChatMessage(role="user", content=f"{name} returned {_text(message.content)!r}"))
         else:
             turns.append(ChatMessage(role="user", content=_text(message.content)))
-    rules = [RULES]
-    if call.tools:
-        listed = "\n".join(f"- `{tool.signature()}`: {tool.description}".rstrip(": ") for tool in call.tools)
-        rules.append(f"Tools you may call:\n{listed}")
     forced = _forced_tool(call)
     if forced is not None:
-        rules.append(
-            STRUCTURED_RULES.format(
-                name=forced.name, schema=json.dumps(forced.parameters, ensure_ascii=False)
-            )
-        )
+        name = f"{forced.name} ({forced.description})" if forced.description else forced.name
+        schema = json.dumps(forced.parameters, ensure_ascii=False)
+        rules = [STRUCTURED_RULES.format(name=name, schema=schema)]
     elif call.json_schema is not None:
-        rules.append(
-            STRUCTURED_RULES.format(name="the reply", schema=json.dumps(call.json_schema, ensure_ascii=False))
-        )
-    elif call.must_call:
-        rules.append("Call at least one tool.")
+        schema = json.dumps(call.json_schema, ensure_ascii=False)
+        rules = [STRUCTURED_RULES.format(name="the reply", schema=schema)]
+    elif call.tools:
+        listed = "\n".join(f"- `{tool.signature()}`: {tool.description}".rstrip(": ") for tool in call.tools)
+        rules = [RULES, f"Tools you may call:\n{listed}"]
+        if call.must_call:
+            rules.append("Call at least one tool.")
+    else:
+        rules = [REPLY_RULES]
     content = "\n\n".join([*(text for text in system if text), *rules])
     return ModelRequest(
         kind=RequestKind.REACT,
@@ -303,14 +304,12 @@ def _tool_call(found: Any, call: ChatCall) -> dict[str, Any]:
 
 
 def _checked(arguments: dict[str, Any], tool: ToolSpec) -> dict[str, Any]:
+    """`arguments` if they fit the tool's JSON Schema (types, enums, required fields, no unknown ones)."""
     properties = tool.parameters.get("properties") or {}
-    missing = [key for key in tool.parameters.get("required") or () if key not in arguments]
-    unknown = [key for key in arguments if properties and key not in properties]
-    if missing or unknown:
-        problems = [f"{key} is required" for key in missing] + [
-            f"{key} is not an argument" for key in unknown
-        ]
-        raise _Refused(f"{tool.name}: {'; '.join(problems)}")
+    problems = schema_problems(arguments, tool.parameters)
+    problems += [f"{key} is not an argument" for key in arguments if properties and key not in properties]
+    if problems:
+        raise _Refused(f"{tool.name}: {'; '.join(dict.fromkeys(problems))}")
     return arguments
 
 
