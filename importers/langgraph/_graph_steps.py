@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from importers.common.emit import AgentParts, python_playbook
 from importers.common.naming import camel_case, safe_description
 from importers.common.steps import StepList, literal
+from importers.langgraph._agent_steps import write_tool_node, write_tool_playbook
 from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK
 from importers.langgraph._flow import END_BLOCK, Block, Exit, ExitKind, Flow, Task, build_flow
 from importers.langgraph._model import END, START, Graph, InputView, Node, NodeKind, Router, runs_in_graph_run
@@ -89,7 +90,7 @@ class GraphSteps:
                 parameters.append(Parameter(name="context", type="dict", default="{}"))
                 arguments.append("context=$context")
             elif not top_level:
-                parameters.append(Parameter(name="graph_run", default="None"))
+                parameters.append(Parameter(name="graph_run", type="GraphRun", default="None"))
                 arguments.append("parent=$graph_run")
             if graph.source:
                 arguments.append(f"graph={literal(graph.source)}")
@@ -163,15 +164,37 @@ class GraphSteps:
             extra = ", graph_run=$graph_run" if needs_graph_run(node.subgraph) else ""
             return _NodeCall(callee=f"{agent}.{ENTRY_PLAYBOOK}", parameter="input", extra=extra)
         if node.kind is NodeKind.AGENT and node.agent is not None:
+            extra = ", graph_run=$graph_run"
             if self.graph.agent is node.agent:
-                return _NodeCall(callee=AGENT_PLAYBOOK, parameter="state")
+                return _NodeCall(callee=AGENT_PLAYBOOK, parameter="state", extra=extra)
             agent = self.program.llm_agent(node.agent)
             reply = None
             if node.agent.reply_mode is not None:
                 reply = f"mode={literal(node.agent.reply_mode)}, agent={literal(node.name)}"
                 if node.agent.supervisor is not None:
                     reply += f", supervisor={literal(node.agent.supervisor)}"
-            return _NodeCall(callee=f"{agent}.{AGENT_PLAYBOOK}", parameter="state", reply=reply)
+            return _NodeCall(callee=f"{agent}.{AGENT_PLAYBOOK}", parameter="state", reply=reply, extra=extra)
+        if node.kind is NodeKind.TOOLS and node.tool_node is not None:
+            name = self.agent.namer.take(base, "Node")
+            subject = f"node {self.scope}{node.name!r}"
+            tools = {
+                tool.name: write_tool_playbook(
+                    self.agent, tool, agent=None, findings=self.program.findings, subject=subject
+                )
+                for tool in node.tools
+            }
+            doc = f"Node `{node.name}` of the graph."
+            self.agent.playbooks.append(
+                write_tool_node(
+                    self.agent,
+                    name,
+                    doc,
+                    tools=tools,
+                    tool_node=node.tool_node,
+                    messages_key=node.messages_key,
+                )
+            )
+            return _NodeCall(callee=name, parameter="node_state", view=node.view)
         reason = node.unsupported_reason or "the importer cannot call this node"
         arguments = f"node={literal(node.name)}, reason={literal(reason)}"
         return _NodeCall(callee=f"{self.agent.helper('unsupported')}({arguments})", parameter=None)
@@ -462,7 +485,9 @@ def needs_graph_run(graph: Graph) -> bool:
     if graph.takes_context or graph.agent is not None:
         return True
     for node in graph.nodes.values():
-        if node.kind is NodeKind.AGENT or (node.kind is NodeKind.FUNCTION and runs_in_graph_run(node)):
+        if node.kind in (NodeKind.AGENT, NodeKind.TOOLS) or (
+            node.kind is NodeKind.FUNCTION and runs_in_graph_run(node)
+        ):
             return True
         if node.kind is NodeKind.SUBGRAPH and node.subgraph is not None and needs_graph_run(node.subgraph):
             return True

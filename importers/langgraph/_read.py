@@ -19,7 +19,9 @@ from importers.common.diagnostics import Findings
 from importers.common.pal_types import type_text
 from importers.common.paths import import_path
 from importers.langgraph._agents import (
+    ToolNodePlace,
     closure_vars,
+    read_tools,
     recognize_agent,
     recognize_state_router,
     recognize_supervisor_worker,
@@ -87,18 +89,28 @@ def graph_name(compiled: Any | None, fallback: str) -> str:
     return fallback
 
 
-def read_graph(value: Any, *, name: str, source: str | None, scope: str, findings: Findings) -> Graph:
-    """The model of a graph. `scope` prefixes subjects of diagnostics inside subgraphs (`sub/`)."""
+def read_graph(
+    value: Any,
+    *,
+    name: str,
+    source: str | None,
+    scope: str,
+    findings: Findings,
+    place: ToolNodePlace | None = None,
+) -> Graph:
+    """The model of a graph. `scope` prefixes subjects of diagnostics inside subgraphs (`sub/`); `place`
+    says how the running program finds this graph again (the imported target, node by node)."""
     builder, compiled = graph_parts(value)
     name = graph_name(compiled, name)
+    place = place if place is not None else ToolNodePlace(source)
     if compiled is not None:
-        agent = recognize_agent(compiled, name, f"agent {scope}{name!r}", findings)
+        agent = recognize_agent(compiled, name, f"agent {scope}{name!r}", findings, where=place)
         if agent is not None:
             # The agent's own bookkeeping keys (remaining steps, middleware jumps) live inside its react
             # playbook, so what they are made of is not reported.
             return _agent_graph(builder, agent, _read_channels(builder, scope, Findings()), source)
     channels = _read_channels(builder, scope, findings)
-    reader = _GraphReader(builder, scope, findings)
+    reader = _GraphReader(builder, scope, findings, place)
     nodes = {
         node: reader.node(node, spec) for node, spec in builder.nodes.items() if not spec.is_error_handler
     }
@@ -248,12 +260,13 @@ def _article(word: str) -> str:
 
 
 class _GraphReader:
-    __slots__ = ("builder", "channel_keys", "findings", "scope")
+    __slots__ = ("builder", "channel_keys", "findings", "place", "scope")
 
-    def __init__(self, builder: Any, scope: str, findings: Findings) -> None:
+    def __init__(self, builder: Any, scope: str, findings: Findings, place: ToolNodePlace) -> None:
         self.builder = builder
         self.scope = scope
         self.findings = findings
+        self.place = place
         self.channel_keys = frozenset(builder.channels)
 
     def node(self, name: str, spec: Any) -> Node:
@@ -263,6 +276,16 @@ class _GraphReader:
         runnable = spec.runnable
         if hasattr(runnable, "builder") and hasattr(runnable, "get_graph"):
             return self._subgraph_node(name, runnable, ends, subject)
+        if _is_tool_node(runnable):
+            tools = read_tools(runnable, subject, self.findings)
+            return Node(
+                name=name,
+                kind=NodeKind.TOOLS,
+                tools=tools,
+                tool_node=self.place.locate(name, tools, subject, self.findings),
+                messages_key=getattr(runnable, "_messages_key", "messages"),
+                command_ends=ends,
+            )
         function = runnable_function(runnable)
         if inspect.ismethod(function) and not isinstance(function.__self__, type):
             owner = type(function.__self__).__name__
@@ -277,7 +300,9 @@ class _GraphReader:
         worker = recognize_supervisor_worker(function)
         if worker is not None:
             graph, mode, supervisor = worker
-            agent = recognize_agent(graph, name, f"agent {self.scope}{name!r}", self.findings)
+            agent = recognize_agent(
+                graph, name, f"agent {self.scope}{name!r}", self.findings, where=self.place.inside(name)
+            )
             if agent is not None:
                 agent = dataclasses.replace(agent, reply_mode=mode, supervisor=supervisor)
                 return Node(name=name, kind=NodeKind.AGENT, agent=agent, command_ends=ends)
@@ -332,14 +357,20 @@ class _GraphReader:
         )
 
     def _subgraph_node(self, name: str, compiled: Any, ends: tuple[str, ...], subject: str) -> Node:
+        inside = self.place.inside(name)
         agent = recognize_agent(
-            compiled, graph_name(compiled, name), f"agent {self.scope}{name!r}", self.findings
+            compiled, graph_name(compiled, name), f"agent {self.scope}{name!r}", self.findings, where=inside
         )
         if agent is not None:
             return Node(name=name, kind=NodeKind.AGENT, agent=agent, command_ends=ends)
         try:
             subgraph = read_graph(
-                compiled, name=name, source=None, scope=f"{self.scope}{name}/", findings=self.findings
+                compiled,
+                name=name,
+                source=None,
+                scope=f"{self.scope}{name}/",
+                findings=self.findings,
+                place=inside,
             )
         except ImportTargetError as error:
             reason = str(error)
@@ -429,6 +460,12 @@ class _GraphReader:
         if model is None and set(keys) == self.channel_keys:
             return None
         return InputView(keys=None if set(keys) == self.channel_keys else keys, model=model)
+
+
+def _is_tool_node(runnable: Any) -> bool:
+    from langgraph.prebuilt import ToolNode
+
+    return isinstance(runnable, ToolNode)
 
 
 def _is_class_state(schema: Any) -> bool:

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from importers.langgraph.graph_run import Interrupted, graph_run, run_node
+from importers.langgraph.tool_calls import agent_conversation, agent_update, call_tool, run_tool_calls
 from pal_core.errors import PalError
 from runtime.module_path import resolve
 
@@ -587,6 +588,10 @@ HELPERS: Mapping[str, Callable[..., Any]] = {
     "is_interrupted": is_interrupted,
     "interrupt_question": interrupt_question,
     "add_answer": add_answer,
+    "call_tool": call_tool,
+    "run_tool_calls": run_tool_calls,
+    "agent_conversation": agent_conversation,
+    "agent_update": agent_update,
     "handoff": handoff,
     "agent_reply": agent_reply,
     "unsupported": unsupported,

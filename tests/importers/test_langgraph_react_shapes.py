@@ -1,0 +1,75 @@
+"""ReAct agents, by hand and from the factories, become PAL: the same decisions end in LangGraph's state.
+
+Each graph of tests/fixtures/langgraph/react_shapes.py runs under LangGraph with LangChain's fake chat
+model deciding (two tools in one round, then a reply), then as the imported program with a ScriptedModel
+making the same decisions in PAL's format; the final states are the same messages (ids aside).
+"""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from tests.fixtures.langgraph import react_shapes
+from tests.fixtures.langgraph.fakes import calls
+from tests.importers.langgraph_runs import comparable, run_imported
+
+QUESTION = {
+    "messages": [{"role": "user", "content": "How far is Porto from Lisbon, and how is the weather there?"}]
+}
+REPLY = "Porto is 313 km from Lisbon, and it is sunny and 24 degrees there."
+
+
+def decisions() -> list[AIMessage]:
+    """What the fake model decides (new messages each run: LangGraph's agents name the ones they return)."""
+    return [
+        calls(
+            ("distance_km", {"origin": "Lisbon", "destination": "Porto"}), ("get_weather", {"city": "Porto"})
+        ),
+        AIMessage(content=REPLY),
+    ]
+
+
+REACT_ANSWERS = [
+    '`$d = DistanceKm(origin="Lisbon", destination="Porto")`\n`$w = GetWeather(city="Porto")`\nyld call',
+    f'Return["{REPLY}"]\nyld return',
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("graph", "model"),
+    [("prebuilt_react", "react_model"), ("prebuilt_agent", "agent_model")],
+)
+async def test_a_prebuilt_agent_is_a_react_playbook_ending_in_langgraphs_state(
+    graph: str, model: str
+) -> None:
+    getattr(react_shapes, model).answer(decisions())
+    expected = await getattr(react_shapes, graph).ainvoke(QUESTION)
+    getattr(react_shapes, model).answer([])
+    actual, scripted = await run_imported(
+        f"tests.fixtures.langgraph.react_shapes:{graph}", QUESTION, REACT_ANSWERS
+    )
+    assert comparable(actual) == comparable(expected)
+    assert [message.type for message in actual["messages"]] == ["human", "ai", "tool", "tool", "ai"]
+    assert scripted.calls == 2
+    first = scripted.requests[0]
+    assert react_shapes.SYSTEM_PROMPT in first.messages[1].content
+
+
+CHAT_ANSWERS = [
+    '`$r1 = distance_km(origin="Lisbon", destination="Porto")`\n`$r2 = get_weather(city="Porto")`\nyld call',
+    f'Return["{REPLY}"]\nyld return',
+]
+
+
+@pytest.mark.anyio
+async def test_a_hand_written_loop_ends_in_langgraphs_state() -> None:
+    react_shapes.model.answer(decisions())
+    expected = await react_shapes.hand_written.ainvoke(QUESTION)
+    react_shapes.model.answer([])
+    actual, scripted = await run_imported(
+        "tests.fixtures.langgraph.react_shapes:hand_written", QUESTION, CHAT_ANSWERS
+    )
+    assert comparable(actual) == comparable(expected)
+    assert scripted.calls == 2
