@@ -63,6 +63,7 @@ from importers.langgraph._model import (
     Router,
 )
 from importers.langgraph._model_use import model_reference, reads_run_context
+from importers.langgraph._react_loop import fold_react_loops
 
 _JSON_INITIALS = (list, dict, int, float, str, bool)
 _DEFAULT_GRAPH_NAME = "LangGraph"
@@ -120,7 +121,7 @@ def read_graph(
         if branches
     }
     context_schema = _context_schema(builder, scope, findings)
-    return Graph(
+    graph = Graph(
         name=name,
         source=source,
         channels=channels,
@@ -135,6 +136,16 @@ def read_graph(
         interrupt_before=_interrupt_nodes(compiled, "interrupt_before_nodes", nodes),
         interrupt_after=_interrupt_nodes(compiled, "interrupt_after_nodes", nodes),
     )
+    graph = fold_react_loops(graph)
+    for node in graph.nodes.values():
+        if node.kind is NodeKind.FUNCTION and node.model is not None:
+            findings.add(
+                MODEL_IN_PYTHON,
+                f"node {scope}{node.name!r}",
+                f"it calls a chat model inside its Python ({node.model}); the run's model answers the call, "
+                "but its prompt and tools stay in Python",
+            )
+    return graph
 
 
 def _agent_graph(builder: Any, agent: LlmAgent, channels: tuple[Channel, ...], source: str | None) -> Graph:
@@ -315,13 +326,6 @@ class _GraphReader:
         # LangGraph's own RunnableCallable read the signature: what it passes, the program passes.
         injected = tuple(sorted(getattr(runnable, "func_accepts", None) or ()))
         model = model_reference(function)
-        if model is not None:
-            self.findings.add(
-                MODEL_IN_PYTHON,
-                subject,
-                f"it calls a chat model inside its Python ({model}); the run's model answers the call, but "
-                "its prompt and tools stay in Python",
-            )
         if not ends and (_is_bare_command(_return_annotation(function)) or writes_command_goto(function)):
             # `-> Command` (or no annotation) names no destinations: its goto may be any node, or END.
             ends = self._command_ends([*self.builder.nodes, END])

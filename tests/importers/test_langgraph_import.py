@@ -49,6 +49,10 @@ GOLDENS: dict[str, str] = {
     "create_agent": "tests.fixtures.langgraph.prebuilt:agent_graph",
     "supervisor": "tests.fixtures.langgraph.prebuilt:supervisor_graph",
     "swarm": "tests.fixtures.langgraph.prebuilt:swarm_graph",
+    "react_loop": "tests.fixtures.langgraph.react_shapes:hand_written",
+    "react_loop_dynamic": "tests.fixtures.langgraph.react_shapes:hand_written_dynamic",
+    "run_context": "tests.fixtures.langgraph.run_context:graph",
+    "model_nodes": "tests.fixtures.langgraph.model_nodes:graph",
 }
 
 
@@ -90,7 +94,17 @@ def test_every_imported_program_validates_without_errors_or_warnings(name: str) 
 
 
 @pytest.mark.parametrize(
-    "name", [*PLAIN_GRAPHS, "interrupt", "react_agent", "create_agent", "supervisor", "swarm"]
+    "name",
+    [
+        *PLAIN_GRAPHS,
+        "interrupt",
+        "react_agent",
+        "create_agent",
+        "supervisor",
+        "swarm",
+        "react_loop",
+        "run_context",
+    ],
 )
 def test_graphs_the_importer_expresses_fully_have_no_diagnostics(name: str) -> None:
     assert import_target(GOLDENS[name]).diagnostics == ()

@@ -64,12 +64,48 @@ CHAT_ANSWERS = [
 
 
 @pytest.mark.anyio
-async def test_a_hand_written_loop_ends_in_langgraphs_state() -> None:
+async def test_a_hand_written_loop_is_one_agent_ending_in_langgraphs_state() -> None:
     react_shapes.model.answer(decisions())
     expected = await react_shapes.hand_written.ainvoke(QUESTION)
     react_shapes.model.answer([])
-    actual, scripted = await run_imported(
-        "tests.fixtures.langgraph.react_shapes:hand_written", QUESTION, CHAT_ANSWERS
-    )
+    target = "tests.fixtures.langgraph.react_shapes:hand_written"
+    actual, scripted = await run_imported(target, QUESTION, REACT_ANSWERS)
+    assert comparable(actual) == comparable(expected)
+    assert scripted.calls == 2 and react_shapes.SYSTEM_PROMPT in scripted.requests[0].messages[1].content
+
+
+@pytest.mark.anyio
+async def test_a_loop_whose_prompt_is_made_at_run_time_keeps_its_model_node_in_python() -> None:
+    react_shapes.custom_model.answer(decisions())
+    expected = await react_shapes.hand_written_dynamic.ainvoke(QUESTION)
+    react_shapes.custom_model.answer([])
+    target = "tests.fixtures.langgraph.react_shapes:hand_written_dynamic"
+    actual, scripted = await run_imported(target, QUESTION, CHAT_ANSWERS)
     assert comparable(actual) == comparable(expected)
     assert scripted.calls == 2
+    assert (
+        scripted.requests[0].messages[0].content.startswith(f"{react_shapes.SYSTEM_PROMPT} This is turn 1.")
+    )
+
+
+def test_a_hand_written_loop_is_read_as_the_agent_create_react_agent_would_be() -> None:
+    from importers.langgraph import import_target
+
+    program = import_target("tests.fixtures.langgraph.react_shapes:hand_written", strict=True).program
+    assert [agent.name for agent in program.agents] == ["TravelDesk", "Agent"]
+    agent = program.agent("Agent")
+    assert agent is not None
+    respond = agent.playbook("Respond")
+    assert respond is not None and respond.description == react_shapes.SYSTEM_PROMPT
+    assert {"GetWeather", "DistanceKm"} <= {playbook.name for playbook in agent.playbooks}
+    graph = program.agent("TravelDesk")
+    assert graph is not None and graph.playbook("Tools") is None  # the ToolNode is the agent's
+
+
+def test_a_loop_the_importer_cannot_read_keeps_its_nodes_and_says_so() -> None:
+    from importers.langgraph import import_target
+
+    result = import_target("tests.fixtures.langgraph.react_shapes:hand_written_dynamic")
+    assert [(item.code, item.subject) for item in result.diagnostics] == [("LG118", "node 'agent'")]
+    (graph,) = result.program.agents
+    assert graph.playbook("Tools") is not None and graph.playbook("Agent") is not None
