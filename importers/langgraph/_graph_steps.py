@@ -262,7 +262,7 @@ class GraphSteps:
         return Playbook(
             name=name,
             parameters=(Parameter(name="node_state", type="dict"),),
-            returns="dict",
+            returns=_returns_text(node.callee.returns if node.callee is not None else None),
             description=safe_description(description),
             steps=steps.build(),
         )
