@@ -2,7 +2,8 @@
 
 Every graph is an agent: the imported graph (its `Invoke` playbook has the BGN trigger), each compiled
 subgraph of plain nodes (its `Invoke` is public and called as `<Agent>.Invoke(input=$state)`), and each
-LLM agent (a react playbook `Run` holding the prompt, its tools as Python playbooks). Subgraphs are
+LLM agent (`Run`, its turn; `Respond`, a react playbook holding the prompt; a playbook per tool: see
+`_agent_steps`). Subgraphs are
 agents rather than nested playbooks because PAL variables belong to an agent: a subgraph's `$state`
 must not overwrite its parent's. The steps of an `Invoke` playbook are written by `_graph_steps`.
 """
@@ -17,7 +18,7 @@ from importers.common.emit import AgentParts, SupportModule
 from importers.common.naming import Namer, camel_case
 from importers.langgraph import support as langgraph_support
 from importers.langgraph._agent_steps import MODEL_PLAYBOOK, TURN_PLAYBOOK, write_agent_turn
-from importers.langgraph._model import Graph, LlmAgent
+from importers.langgraph._model import AgentFactory, Graph, LlmAgent
 from pal_core.ir import Agent, Metadata, Program
 
 ENTRY_PLAYBOOK = "Invoke"
@@ -113,9 +114,10 @@ def _graph_description(graph: Graph, *, top_level: bool) -> str:
     if graph.agent is not None:
         return (
             f"LangGraph agent `{graph.agent.name}`, built with {_factory(graph.agent)} and imported from {where} "
-            f"by `pal import langgraph`. {AGENT_PLAYBOOK} is the agent: a model that answers the conversation "
-            "in the state, calling its tools (the Python playbooks) until it is done. "
-            f"{ENTRY_PLAYBOOK} runs it on an input state and returns the final state, as `graph.invoke` does."
+            f"by `pal import langgraph`. {AGENT_PLAYBOOK} is its turn: its model ({MODEL_PLAYBOOK}) answers the "
+            "conversation in the state, calling its tools (each a playbook LangGraph's ToolNode runs) until it "
+            f"is done. {ENTRY_PLAYBOOK} runs it on an input state and returns the final state, as `graph.invoke` "
+            "does."
         )
     return (
         f"LangGraph graph {where}, imported by `pal import langgraph`. {ENTRY_PLAYBOOK} runs it on an input "
@@ -136,11 +138,13 @@ def _graph_metadata(graph: Graph) -> Metadata:
 def _agent_description(agent: LlmAgent) -> str:
     return (
         f"LangGraph agent `{agent.name}`, built with {_factory(agent)} and imported by `pal import langgraph` "
-        f"with the graph that uses it. {AGENT_PLAYBOOK} is the agent: a model that answers the conversation "
-        "in the state it is given, calling its tools (the Python playbooks) until it is done, and returns "
-        "its update to that state."
+        f"with the graph that uses it. {AGENT_PLAYBOOK} is its turn: its model ({MODEL_PLAYBOOK}) answers the "
+        "conversation in the state it is given, calling its tools (each a playbook LangGraph's ToolNode runs) "
+        "until it is done, and returns its update to that state."
     )
 
 
 def _factory(agent: LlmAgent) -> str:
+    if agent.factory is AgentFactory.HAND_WRITTEN:
+        return agent.factory.value
     return f"`{agent.factory.value.rpartition('.')[2]}`"

@@ -109,7 +109,12 @@ def read_graph(
         if agent is not None:
             # The agent's own bookkeeping keys (remaining steps, middleware jumps) live inside its react
             # playbook, so what they are made of is not reported.
-            return _agent_graph(builder, agent, _read_channels(builder, scope, Findings()), source)
+            graph = _agent_graph(builder, agent, _read_channels(builder, scope, Findings()), source)
+            return dataclasses.replace(
+                graph,
+                context_schema=_context_schema(builder, scope, findings),
+                takes_context=getattr(builder, "context_schema", None) is not None,
+            )
     channels = _read_channels(builder, scope, findings)
     reader = _GraphReader(builder, scope, findings, place)
     nodes = {

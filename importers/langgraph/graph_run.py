@@ -24,6 +24,7 @@ from typing import Any
 
 from importers.langgraph import pal_run
 from pal_core.errors import PalError
+from runtime.errors import ProgramError, RunError
 from runtime.inputs import InputError
 from runtime.module_path import resolve
 
@@ -35,6 +36,18 @@ _STORES_LOCK = threading.Lock()
 
 class NodeRunError(PalError):
     """A node's function cannot be found again at run time (its import path no longer resolves)."""
+
+
+class NodeFailed(RunError):
+    """A node (or a tool) raised while it ran, its served model's failure included (a run failure naming
+    the node; the exception is the `__cause__`)."""
+
+
+def failed(what: str, error: BaseException) -> BaseException:
+    """What a node's or tool's exception becomes: PAL's own errors as they are, any other as NodeFailed."""
+    if isinstance(error, (RunError, ProgramError)):
+        return error
+    return NodeFailed(f"{what} raised {type(error).__name__}: {error}")
 
 
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,6 +328,8 @@ async def run_node(
                 f"node {node!r} called interrupt() where the import did not expect it to ask the user"
             ) from interrupt
         return Interrupted(value=raised.value, id=raised.id)
+    except Exception as error:
+        raise failed(f"node {node!r}", error) from error
     finally:
         var_child_runnable_config.reset(token)
         await writer.flush()
@@ -333,10 +348,12 @@ def _resolve(path: Any, what: str) -> Any:
 __all__ = [
     "GraphRun",
     "Interrupted",
+    "NodeFailed",
     "NodeRunError",
     "UserStream",
     "coerce_context",
     "default_graph_run",
+    "failed",
     "graph_run",
     "graph_store",
     "node_config",

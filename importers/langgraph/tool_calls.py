@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from importers.langgraph import pal_run
-from importers.langgraph.graph_run import GraphRun, UserStream, default_graph_run, node_config
+from importers.langgraph.graph_run import GraphRun, UserStream, default_graph_run, failed, node_config
 from pal_core.errors import PalError
 from runtime.module_path import resolve
 
@@ -128,6 +128,8 @@ async def call_tool(
     try:
         with serving(running, f"tool {name!r}"):
             output = await tool_node.ainvoke(payload, config)
+    except Exception as error:
+        raise failed(f"tool {name!r}", error) from error
     finally:
         await writer.flush()
     return _result(output, call, round_, key)
