@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 import os
 import sys
 import threading
@@ -102,11 +101,17 @@ def _load_error(name: str, error: BaseException) -> ModuleLoadError:
 
 
 def _module_file(name: str) -> str:
-    """The file `name` loads from, for messages (`?` when the import system cannot say)."""
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):  # a parent package that fails too: its own error said why
-        spec = None
+    """The file `name` loads from, for messages (`?` when it cannot be found): looked up part by part on
+    the path, never importing anything (the package itself may be what fails to load)."""
+    from importlib.machinery import PathFinder
+
+    spec = None
+    locations: list[str] | None = None
+    for part in name.split("."):
+        spec = PathFinder.find_spec(part, locations)
+        if spec is None:
+            return "?"
+        locations = list(spec.submodule_search_locations or [])
     origin = getattr(spec, "origin", None)
     return str(origin) if origin else "?"
 

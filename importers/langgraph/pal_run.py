@@ -75,6 +75,12 @@ def model_calls(running: Any) -> int:
     return int(running.run.current_budget().limiter.calls)
 
 
+def takes_grammar(running: Any) -> bool:
+    """Whether the run's model decodes under a grammar (the bundled local model)."""
+    sends = getattr(running.run.model, "sends_grammar", None)
+    return callable(sends) and bool(sends())
+
+
 def limits(running: Any) -> Any:
     """The run's RunLimits (answer tokens, temperature, seed, retries)."""
     return running.run.limits
@@ -108,6 +114,7 @@ __all__ = [
     "limits",
     "model_calls",
     "say_to_user",
+    "takes_grammar",
     "thread_id",
     "variable",
 ]

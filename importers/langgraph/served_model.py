@@ -15,8 +15,10 @@ did not see) is refused with an error, never sent to the provider the user did n
 The run's model sees the chat as a conversation and answers in PAL's react format: tool calls as inline
 calls (`` `$r1 = get_weather(city="Paris")` `` then `yld call`), a reply as `Return["..."]` then `yld return`;
 structured output (`with_structured_output`, one tool the model must call, or a JSON `response_format`) as
-`Return[{...}]` with the schema's fields. An answer that breaks the format, names an unknown tool or does not
-fit a forced tool's schema is refused and asked again (the run's retries), like a react round.
+`Return[{...}]` with the schema's fields. A model that decodes under a grammar (the bundled model) gets one
+admitting exactly those answers (importers.langgraph.chat_grammar). An answer that breaks the format, names an unknown tool or does not
+fit a forced tool's schema is refused and asked again (the run's retries), like a react round; text in
+no format at all is taken as a plain reply where a reply is allowed.
 `RunChatModel` is the same thing as a chat model of its own.
 """
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import json
 import threading
@@ -245,9 +248,11 @@ def read_chat_answer(text: str, call: ChatCall) -> Any:
     try:
         answer = parse_answer(text)
     except ContractSyntaxError as error:
-        if call.tools or call.json_schema is not None or not text.strip():
+        # Text in no format is a chat model's plain reply, where a reply is allowed (no tool or schema
+        # forced) and the text does not look like a call that went wrong.
+        if call.forced or call.must_call or call.json_schema is not None or not text.strip() or "`" in text:
             raise _Refused(str(error).splitlines()[0]) from None
-        return AIMessage(content=text.strip())  # a plain reply where nothing else was asked for
+        return AIMessage(content=text.strip())
     calls: list[dict[str, Any]] = []
     returned: ReturnAction | None = None
     for action in answer.actions:
@@ -322,6 +327,10 @@ async def answer_chat(running: Any, call: ChatCall, who: str) -> Any:
     reason, at most the run's retries, then RunError quoting it."""
     limits = pal_run.limits(running)
     request = chat_request(call, limits, who)
+    if pal_run.takes_grammar(running):
+        from importers.langgraph.chat_grammar import chat_grammar
+
+        request = dataclasses.replace(request, grammar=chat_grammar(call))
     failures = 0
     while True:
         response = await pal_run.ask_model(running, request)
@@ -345,6 +354,7 @@ async def answer_chat(running: Any, call: ChatCall, who: str) -> Any:
                 max_tokens=request.max_tokens,
                 temperature=request.temperature,
                 seed=request.seed,
+                grammar=request.grammar,
                 metadata=request.metadata,
             )
             continue
