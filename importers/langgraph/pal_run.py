@@ -41,8 +41,7 @@ def execution_or_none() -> Any:
 
 def thread_id(running: Any) -> str:
     """The id of the thread the run is recorded in; a new id for a run nobody records (each call its own)."""
-    journal = getattr(running.run, "journal", None) if running is not None else None
-    recorded = getattr(journal, "thread_id", None)
+    recorded = running.services.recorder.thread_id if running is not None else ""
     return str(recorded) if recorded else f"pal-{uuid.uuid4().hex[:12]}"
 
 
@@ -66,24 +65,23 @@ def agent_metadata(running: Any) -> Mapping[str, Any]:
 async def ask_model(running: Any, request: ModelRequest) -> ModelResponse:
     """The run's model's answer to `request`, asked for the running agent: it counts against the run's
     budget, a durable run records it, and the trace shows it."""
-    _, response = await running.run.call_model(request, running.agent)
+    _, response = await running.services.call_model(request, running.agent)
     return response
 
 
 def model_calls(running: Any) -> int:
     """Model calls the budget the running call spends has counted so far (react rounds are told apart by it)."""
-    return int(running.run.current_budget().limiter.calls)
+    return int(running.services.budget().limiter.calls)
 
 
 def takes_grammar(running: Any) -> bool:
-    """Whether the run's model decodes under a grammar (the bundled local model)."""
-    sends = getattr(running.run.model, "sends_grammar", None)
-    return callable(sends) and bool(sends())
+    """Whether the run's model decodes under a grammar (the bundled local model: it shapes its turns)."""
+    return running.services.shaping is not None
 
 
 def limits(running: Any) -> Any:
     """The run's RunLimits (answer tokens, temperature, seed, retries)."""
-    return running.run.limits
+    return running.services.limits
 
 
 async def say_to_user(running: Any, text: str) -> None:
