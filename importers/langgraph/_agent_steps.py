@@ -25,6 +25,8 @@ which Run set up (the ADK importer's `$session` works the same way).
 
 from __future__ import annotations
 
+import json
+
 from importers.common.diagnostics import Findings
 from importers.common.emit import AgentParts, numbered_notes
 from importers.common.naming import camel_case, safe_description
@@ -69,6 +71,10 @@ def write_agent_turn(
     arguments = "state=$state, results=$tool_results, reply=$reply"
     if agent.message_name is not None:
         arguments += f", agent={literal(agent.message_name)}"
+    typed = agent.response_format
+    if typed is not None:
+        shown = {key: typed[key] for key in ("schema", "name", "tool_message") if typed.get(key) is not None}
+        arguments += f", response_format={literal(shown)}"
     if agent.messages_key != "messages":
         arguments += f", messages_key={key}"
     steps.add("EXE", f"$update = {helper('agent_update')}({arguments})")
@@ -96,6 +102,12 @@ def write_agent_turn(
         "Call your tools when they help; each call returns the tool's result. When you have the answer, "
         'return your reply as text: Return["..."].',
     ]
+    if typed is not None:
+        notes[1] = (
+            "Call your tools when they help; each call returns the tool's result. When you have the answer, "
+            f"return it as a JSON object with the fields of {typed['name']}: Return[{{...}}]. Its JSON Schema: "
+            f"{json.dumps(typed['json_schema'], ensure_ascii=False)}"
+        )
     if any(tool.name.startswith("transfer_") for tool in agent.tools):
         notes.append(
             "To hand the conversation to another agent, call its transfer tool, then return an empty reply: "
@@ -105,7 +117,7 @@ def write_agent_turn(
         Playbook(
             name=MODEL_PLAYBOOK,
             parameters=(Parameter(name="conversation", type="list"),),
-            returns="str",
+            returns="dict" if typed is not None else "str",
             description=safe_description(agent.prompt or "You are a helpful assistant."),
             metadata=Metadata(execution_mode="react", model_callable=False),
             notes=numbered_notes(notes),

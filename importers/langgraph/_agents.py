@@ -70,6 +70,7 @@ def recognize_agent(
     if not isinstance(nodes, dict):
         return None
     react = nodes.get("agent")
+    response_format = None
     if react is not None and _is(runnable_function(react.runnable), _REACT_MODEL):
         cells = closure_vars(runnable_function(react.runnable))
         prompt = closure_vars(cells.get("_resolve_model")).get("prompt")
@@ -89,12 +90,7 @@ def recognize_agent(
             findings.add(
                 AGENT_FEATURE, subject, "middleware wraps the model call; PAL does not run middleware"
             )
-        if cells.get("initial_response_format") is not None:
-            findings.add(
-                AGENT_FEATURE,
-                subject,
-                "a response_format asks for structured output, which PAL does not enforce",
-            )
+        response_format = _response_format(cells.get("initial_response_format"), subject, findings)
         extra = sorted(set(nodes) - _AGENT_NODES)
         factory = AgentFactory.CREATE_AGENT
     for node in extra:
@@ -114,7 +110,41 @@ def recognize_agent(
         tool_node=where.locate("tools", tools, subject, findings) if tools else None,
         messages_key=getattr(tool_node.runnable, "_messages_key", "messages") if tool_node else "messages",
         message_name=own_name if isinstance(own_name, str) and own_name != "LangGraph" else None,
+        response_format=response_format,
     )
+
+
+def _response_format(strategy: Any, subject: str, findings: Findings) -> dict[str, Any] | None:
+    """create_agent's `response_format` as the agent's typed return: the schema class by import path, its
+    name and JSON Schema, the tool message LangGraph writes (`ToolStrategy(tool_message_content=...)`)."""
+    if strategy is None:
+        return None
+    schema = getattr(strategy, "schema", strategy)
+    path, why = import_path(schema) if isinstance(schema, type) else (None, "it is not a class")
+    json_schema = _json_schema(schema)
+    if path is None or json_schema is None:
+        findings.add(
+            AGENT_FEATURE,
+            subject,
+            f"its response_format cannot be a typed return ({why}); the agent's reply is text",
+        )
+        return None
+    return {
+        "schema": path,
+        "name": schema.__name__,
+        "json_schema": json_schema,
+        "tool_message": getattr(strategy, "tool_message_content", None),
+    }
+
+
+def _json_schema(schema: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a pydantic model, dataclass or TypedDict (None for anything else)."""
+    try:
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(schema).json_schema()
+    except Exception:  # not a type pydantic reads: the format stays untyped (reported)
+        return None
 
 
 def _prompt_text(prompt: Any, subject: str, findings: Findings) -> str | None:

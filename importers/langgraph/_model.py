@@ -106,6 +106,9 @@ class LlmAgent:
     """The state key holding the conversation."""
     message_name: str | None = None
     """The name its AI messages carry (a named prebuilt agent names them); None for a model node's."""
+    response_format: dict[str, Any] | None = None
+    """create_agent's `response_format` as a typed return: `{"schema": "module:Class", "name", "json_schema",
+    "tool_message"}`; None for a text reply."""
     reply_mode: str | None = None
     """For a supervisor's worker: `last_message` or `full_history` (langgraph-supervisor's output_mode)."""
     supervisor: str | None = None

@@ -265,12 +265,18 @@ def _text(content: Any) -> str:
 
 
 def agent_update(
-    state: Any, results: list, reply: Any, agent: str | None = None, messages_key: str = "messages"
+    state: Any,
+    results: list,
+    reply: Any,
+    agent: str | None = None,
+    messages_key: str = "messages",
+    response_format: dict | None = None,
 ) -> Any:
     """The update LangGraph's agent returns for its turn: the AI messages and tool messages of its tool
     calls, then its reply as an AI message (named `agent`, as a named prebuilt agent names them). A tool that
     handed off (a `Command` to the parent graph) ends the turn there: its Command is the update, the way the
-    parent graph takes it."""
+    parent graph takes it. With `response_format` (create_agent's, as the import records it) the reply is
+    the schema's fields: the structured response, returned as create_agent's tool strategy returns it."""
     from langchain_core.messages import AIMessage
     from langgraph.types import Command
 
@@ -284,9 +290,43 @@ def agent_update(
         if isinstance(command, Command) and isinstance(command.update, Mapping):
             extra.update({key: value for key, value in command.update.items() if key != messages_key})
     messages = messages_of(done, agent)
+    if response_format is not None:
+        return {**extra, **_structured(messages, reply, agent, messages_key, response_format)}
     text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False, default=str)
     messages.append(AIMessage(content=text, name=agent))
     return {**extra, messages_key: messages}
+
+
+def _structured(
+    messages: list[Any], reply: Any, agent: str | None, key: str, response_format: Mapping
+) -> dict:
+    """The structured response of a reply, and the messages create_agent's tool strategy gives it: an AI
+    message calling the schema's tool with the fields, the tool message saying it is returned."""
+    from langchain_core.messages import AIMessage, ToolMessage
+    from pydantic import TypeAdapter, ValidationError
+
+    name = str(response_format.get("name") or "response")
+    schema = _resolve(response_format.get("schema"))
+    fields = reply
+    if isinstance(reply, str):
+        try:
+            fields = json.loads(reply)
+        except json.JSONDecodeError:
+            fields = reply
+    try:
+        structured = TypeAdapter(schema).validate_python(fields)
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, item['loc'])) or name}: {item['msg']}" for item in error.errors()
+        )
+        raise ToolCallError(
+            f"the agent's answer does not fit its response format {name}: {problems}"
+        ) from None
+    call = {"name": name, "args": fields, "id": f"call_{uuid.uuid4().hex[:24]}", "type": "tool_call"}
+    content = response_format.get("tool_message") or f"Returning structured response: {structured}"
+    messages.append(AIMessage(content="", tool_calls=[call], name=agent))
+    messages.append(ToolMessage(content=content, tool_call_id=call["id"], name=name))
+    return {key: messages, "structured_response": structured}
 
 
 # --- a ToolNode of its own -------------------------------------------------------------------------

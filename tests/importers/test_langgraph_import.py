@@ -51,6 +51,7 @@ GOLDENS: dict[str, str] = {
     "swarm": "tests.fixtures.langgraph.prebuilt:swarm_graph",
     "react_loop": "tests.fixtures.langgraph.react_shapes:hand_written",
     "react_loop_dynamic": "tests.fixtures.langgraph.react_shapes:hand_written_dynamic",
+    "structured_agent": "tests.fixtures.langgraph.react_shapes:structured_agent",
     "run_context": "tests.fixtures.langgraph.run_context:graph",
     "model_nodes": "tests.fixtures.langgraph.model_nodes:graph",
 }

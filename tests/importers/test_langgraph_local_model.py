@@ -27,14 +27,7 @@ from runtime.trace import Tracer
 from tests.fixtures.langgraph import model_nodes, react_shapes, run_context, supervisor_team
 from tests.importers.langgraph_runs import imported
 
-pytestmark = [
-    pytest.mark.local_model,
-    pytest.mark.slow,
-    pytest.mark.anyio,
-    # The bundled model loads through litellm, which (in a process that imported LangChain first) makes
-    # pydantic warn about a TypedDict of litellm's own while answering: not ours, not what is tested here.
-    pytest.mark.filterwarnings("ignore:Item.* using the `ReadOnly` qualifier:UserWarning"),
-]
+pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.anyio]
 
 LIMITS = RunLimits(seed=7, max_model_calls=4, max_retries=4, max_answer_tokens=160)
 """Four model calls, each answer at most 160 tokens: a few minutes at most on a busy 2-core machine."""
@@ -45,6 +38,7 @@ SHAPES: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
     "hand-written loop, dynamic prompt": ("react_shapes:hand_written_dynamic", QUESTION, {}),
     "create_react_agent": ("react_shapes:prebuilt_react", QUESTION, {}),
     "create_agent": ("react_shapes:prebuilt_agent", QUESTION, {}),
+    "create_agent, response format": ("react_shapes:structured_agent", QUESTION, {}),
     "model calls in Python": ("model_nodes:graph", {"text": "Rain on Saturday, sun on Sunday."}, {}),
     "supervisor and two workers": ("supervisor_team:graph", QUESTION, {}),
     "config, runtime, store, writer": (
@@ -58,6 +52,7 @@ FAKES = [
     react_shapes.custom_model,
     react_shapes.react_model,
     react_shapes.agent_model,
+    react_shapes.report_model,
     model_nodes.llm,
     supervisor_team.supervisor_model,
     supervisor_team.research_model,

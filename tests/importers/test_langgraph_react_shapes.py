@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 
 from tests.fixtures.langgraph import react_shapes
 from tests.fixtures.langgraph.fakes import calls
-from tests.importers.langgraph_runs import comparable, run_imported
+from tests.importers.langgraph_runs import comparable, imported, run_imported
 
 QUESTION = {
     "messages": [{"role": "user", "content": "How far is Porto from Lisbon, and how is the weather there?"}]
@@ -109,3 +109,24 @@ def test_a_loop_the_importer_cannot_read_keeps_its_nodes_and_says_so() -> None:
     assert [(item.code, item.subject) for item in result.diagnostics] == [("LG118", "node 'agent'")]
     (graph,) = result.program.agents
     assert graph.playbook("Tools") is not None and graph.playbook("Agent") is not None
+
+
+@pytest.mark.anyio
+async def test_create_agents_response_format_is_a_typed_return_ending_in_langgraphs_state() -> None:
+    report = {"city": "Porto", "sunny": True, "degrees": 24}
+    react_shapes.report_model.answer(
+        [calls(("get_weather", {"city": "Porto"})), calls(("WeatherReport", report))]
+    )
+    expected = await react_shapes.structured_agent.ainvoke(QUESTION)
+    react_shapes.report_model.answer([])
+    answers = [
+        '`$w = GetWeather(city="Porto")`\nyld call',
+        'Return[{"city": "Porto", "sunny": true, "degrees": 24}]\nyld return',
+    ]
+    target = "tests.fixtures.langgraph.react_shapes:structured_agent"
+    actual, _ = await run_imported(target, QUESTION, answers)
+    assert comparable(actual) == comparable(expected)
+    assert actual["structured_response"] == react_shapes.WeatherReport(**report)
+    respond = imported(target).agents[0].playbook("Respond")
+    assert respond is not None and respond.returns == "dict"
+    assert any('"degrees"' in note.text for note in respond.notes)  # the schema, for the model
