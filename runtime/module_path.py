@@ -96,8 +96,8 @@ def _load_error(name: str, error: BaseException) -> ModuleLoadError:
     detail = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
     if isinstance(error, SyntaxError) and error.filename:
         where = f"{error.filename}:{error.lineno}" if error.lineno else error.filename
-        return ModuleLoadError(f"module {name} ({where}) failed to load: SyntaxError: {error.msg}", name=name)
-    return ModuleLoadError(f"module {name} ({_module_file(name)}) failed to load: {detail}", name=name)
+        return ModuleLoadError(f"module {name} ({where}) has a syntax error: {error.msg}", name=name)
+    return ModuleLoadError(f"module {name} ({_module_file(name)}) raised {detail} while loading", name=name)
 
 
 def _module_file(name: str) -> str:

@@ -103,7 +103,8 @@ async def _run(args: argparse.Namespace) -> int:
 
     calling = args.input is not None
     try:
-        if args.context is not None and not calling:
+        context = getattr(args, "context", None)  # `pal resume` runs with the arguments it recorded
+        if context is not None and not calling:
             raise ValueError("--context goes with --input (the entry call's input and its context)")
         program, warnings = load_valid(args.program)
         if not args.quiet:
@@ -187,13 +188,14 @@ def _entry_call(program: Any, args: argparse.Namespace) -> tuple[str, dict[str, 
     agent, playbook = resolve_playbook(program, None, args.playbook)
     bound = bind_input(playbook, values)
     label = f"--input for {playbook.name}"
-    if args.context is not None:
+    context = getattr(args, "context", None)
+    if context is not None:
         if not any(parameter.name == "context" for parameter in playbook.parameters):
             raise InputError(
                 f"--context: {playbook.name} takes no context (parameters: "
                 f"{', '.join(parameter.name for parameter in playbook.parameters) or 'none'})"
             )
-        bound = {**bound, "context": parse_json_object(args.context, option="--context")}
+        bound = {**bound, "context": parse_json_object(context, option="--context")}
         label = f"--input and --context for {playbook.name}"
     arguments = check_arguments(playbook, bound, label=label)
     return f"{agent.name}.{playbook.name}", arguments

@@ -63,7 +63,7 @@ def test_a_module_that_fails_to_load_is_one_line_under_pal_import_and_pal_run(tm
     assert ran.returncode != 0
     line = _one_line(ran.stderr)
     assert "module shouting" in line and str(tmp_path / "shouting.py") in line
-    assert "KeyError: 'SHOUTING_API_KEY'" in line
+    assert "raised KeyError: 'SHOUTING_API_KEY' while loading" in line
 
     imported = run_pal("import", "langgraph", "shouting:graph", "-o", "again.pal", cwd=tmp_path)
     assert imported.returncode != 0
@@ -72,7 +72,7 @@ def test_a_module_that_fails_to_load_is_one_line_under_pal_import_and_pal_run(tm
 
     (tmp_path / "shouting.py").write_text("def shout(state:\n", encoding="utf-8")
     ran = run_pal("run", "shouting.pal", "--input", '{"text": "hi"}', "-q", *no_model(tmp_path), cwd=tmp_path)
-    assert f"({tmp_path / 'shouting.py'}:1) failed to load: SyntaxError" in _one_line(ran.stderr)
+    assert f"module shouting ({tmp_path / 'shouting.py'}:1) has a syntax error" in _one_line(ran.stderr)
 
 
 INPUT_KEY_MODULE = '''"""A graph whose state has a key named `input` (and one named `context`)."""
