@@ -7,6 +7,13 @@ the same plain functions. Both graphs are invoked with the same inputs, alternat
 load hits both alike), many times; the figures are medians. Sync (`invoke`, plain `def` node) and async
 (`ainvoke`, plain `async def` node) are measured separately.
 Run: python benchmarks/bench_langgraph.py [invocations]
+
+`python benchmarks/bench_langgraph.py react [runs] [local runs]` measures an imported ReAct agent instead
+(issue 23): a hand-written loop (a model node with a system prompt and two tools, a ToolNode,
+tools_condition), run as a bare LangGraph graph with LangChain's fake chat model making two decisions (call
+a tool, then answer), against the imported program making the same decisions with a ScriptedModel, and the
+imported program on the bundled model (`local/smollm2`, within a budget of 4 model calls of at most 160
+tokens): seconds per model turn of each, measured in this one run.
 """
 
 from __future__ import annotations
@@ -176,5 +183,182 @@ def main() -> None:
     )
 
 
+REACT_MODULE = '''"""The graph the react benchmark imports: a hand-written ReAct loop over a fake chat model."""
+
+from typing import Annotated, TypedDict
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage
+from langchain_core.tools import tool
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+
+PROMPT = "You are a travel desk. Use the tools for weather and distances, then answer in one sentence."
+
+
+class Fake(GenericFakeChatModel):
+    def bind_tools(self, tools, **kwargs):
+        return self
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    return f"It is sunny and 24 degrees in {city}."
+
+
+@tool
+def distance_km(origin: str, destination: str) -> int:
+    """The road distance between two cities, in kilometres."""
+    return 313
+
+
+model = Fake(messages=iter([]))
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def call_model(state: State) -> dict:
+    return {"messages": [model.bind_tools([get_weather, distance_km]).invoke([SystemMessage(PROMPT), *state["messages"]])]}
+
+
+def decide() -> None:
+    model.messages = iter(
+        [
+            AIMessage("", tool_calls=[{"name": "get_weather", "args": {"city": "Porto"}, "id": "c1", "type": "tool_call"}]),
+            AIMessage("It is sunny and 24 degrees in Porto."),
+        ]
+    )
+
+
+builder = StateGraph(State)
+builder.add_node("agent", call_model)
+builder.add_node("tools", ToolNode([get_weather, distance_km]))
+builder.add_edge(START, "agent")
+builder.add_conditional_edges("agent", tools_condition)
+builder.add_edge("tools", "agent")
+graph = builder.compile()
+'''
+REACT_QUESTION = {"messages": [{"role": "user", "content": "What is the weather in Porto?"}]}
+REACT_ANSWERS = [
+    '`$w = GetWeather(city="Porto")`\nyld call',
+    'Return["It is sunny and 24 degrees in Porto."]\nyld return',
+]
+REACT_TURNS = 2
+"""Model turns of one run: call the tool, then answer."""
+
+
+def react_benchmark(runs: int, local_runs: int) -> None:
+    import importlib
+    import tempfile
+
+    from importers.langgraph import import_target
+    from pal_core.writer import write
+    from runtime.api import run_playbook
+    from runtime.models import resolve_model
+    from runtime.models.scripted import ScriptedModel
+    from runtime.program_run import RunLimits
+    from runtime.trace import Tracer
+
+    folder = tempfile.mkdtemp(prefix="bench-langgraph-")
+    with open(f"{folder}/bench_react_graph.py", "w", encoding="utf-8") as file:
+        file.write(REACT_MODULE)
+    sys.path.insert(0, folder)
+    module = importlib.import_module("bench_react_graph")
+    program = parse(write(import_target("bench_react_graph:graph", strict=True).program))
+
+    async def bare() -> float:
+        module.decide()
+        start = time.perf_counter()
+        state = await module.graph.ainvoke(REACT_QUESTION)
+        elapsed = time.perf_counter() - start
+        if state["messages"][-1].content != "It is sunny and 24 degrees in Porto.":
+            raise AssertionError(f"wrong LangGraph state {state}")
+        return elapsed
+
+    async def scripted() -> float:
+        module.model.messages = iter([])  # the imported program must not call the graph's own model
+        start = time.perf_counter()
+        state = await run_playbook(
+            program, "Invoke", model=ScriptedModel(REACT_ANSWERS), input=REACT_QUESTION
+        )
+        elapsed = time.perf_counter() - start
+        if state["messages"][-1].content != "It is sunny and 24 degrees in Porto.":
+            raise AssertionError(f"wrong imported state {state}")
+        return elapsed
+
+    async def alternate() -> tuple[float, float]:
+        lg: list[float] = []
+        pal: list[float] = []
+        for index in range(10 + runs):
+            first, second = await bare(), await scripted()
+            if index >= 10:
+                lg.append(first)
+                pal.append(second)
+        return statistics.median(lg), statistics.median(pal)
+
+    lg_run, pal_run = asyncio.run(alternate())
+    print(f"imported ReAct loop, medians of {runs} runs each, alternated ({REACT_TURNS} model turns a run):")
+    print(
+        f"  bare LangGraph, fake chat model      {lg_run / REACT_TURNS * 1e3:8.2f} ms per turn\n"
+        f"  imported program, ScriptedModel      {pal_run / REACT_TURNS * 1e3:8.2f} ms per turn   "
+        f"ratio {pal_run / lg_run:.2f}x"
+    )
+    if local_runs <= 0:
+        return
+    limits = RunLimits(seed=7, max_model_calls=4, max_retries=4, max_answer_tokens=160)
+    model = resolve_model("local/smollm2")
+
+    async def on_the_bundled_model() -> tuple[float, int, int, str]:
+        tracer = Tracer()
+        module.model.messages = iter([])
+        start = time.perf_counter()
+        try:
+            await run_playbook(
+                program, "Invoke", model=model, limits=limits, tracer=tracer, input=REACT_QUESTION
+            )
+            ending = "final state"
+        except Exception as error:
+            ending = (
+                "budget stop" if _limit_reached(error) else f"{type(error).__name__}: {error}".splitlines()[0]
+            )
+        elapsed = time.perf_counter() - start
+        calls = sum(1 for event in tracer.events if event.event == "model_call")
+        refused = sum(1 for event in tracer.events if event.event == "violation")
+        return elapsed, calls, refused, ending
+
+    for index in range(local_runs):
+        elapsed, calls, refused, ending = asyncio.run(on_the_bundled_model())
+        per_turn = elapsed / max(calls, 1)
+        print(
+            f"  imported program, {DEFAULT_LOCAL} run {index + 1}: {calls} model turns, {calls - refused} accepted, "
+            f"{per_turn:.1f} s per turn ({per_turn / (lg_run / REACT_TURNS):,.0f}x the bare LangGraph turn); {ending}"
+        )
+
+
+DEFAULT_LOCAL = "local/smollm2"
+
+
+def _limit_reached(error: BaseException) -> bool:
+    from runtime.models.limits import ModelCallLimitExceeded
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ModelCallLimitExceeded):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "react":
+        react_benchmark(
+            int(sys.argv[2]) if len(sys.argv) > 2 else 200, int(sys.argv[3]) if len(sys.argv) > 3 else 3
+        )
+    else:
+        main()

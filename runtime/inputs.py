@@ -113,14 +113,17 @@ def _json_kind(value: Any) -> str:
 
 def bind_input(playbook: Playbook, values: Mapping[str, Any]) -> dict[str, Any]:
     """Arguments for `playbook` from a JSON object: by parameter name when every key is a parameter and
-    every required parameter is given; else the whole object, for a playbook whose one parameter is a dict
-    (an imported graph's `Invoke($input:dict)` takes `{}` or `{"x": 1}` as its input state)."""
+    every required parameter is given; else the whole object, for a playbook whose one parameter (or one
+    required parameter, the others having defaults) is a dict (an imported graph's `Invoke($input:dict)`,
+    or `Invoke($input:dict, $context:dict={})`, takes `{}` or `{"x": 1}` as its input state)."""
     names = [parameter.name for parameter in playbook.parameters]
     required = {parameter.name for parameter in playbook.parameters if parameter.default is None}
     by_name = set(values) <= set(names)
     if by_name and required <= set(values):
         return dict(values)
     lone = playbook.parameters[0] if len(playbook.parameters) == 1 else None
+    if lone is None and len(required) == 1:
+        lone = next(parameter for parameter in playbook.parameters if parameter.name in required)
     if lone is not None and (lone.type or "dict").split("[", 1)[0].strip() in ("dict", "Dict", "Mapping"):
         return {lone.name: dict(values)}
     if by_name:

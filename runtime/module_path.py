@@ -67,17 +67,53 @@ def _normal(entry: str) -> str:
         return entry
 
 
+class ModuleLoadError(ImportError):
+    """A module was found but failed while loading: its own code raised (a missing API key, a syntax
+    error, a package it imports that is not installed). The message is one line naming the module, its
+    file and the exception; the exception itself is the `__cause__`."""
+
+
 def import_module(name: str, *, program_file: str | Path | None = None) -> ModuleType:
     """Import `name` the way programs bind modules (see the module docstring). ImportError says where
-    it looked when the module is not found."""
+    it looked when the module is not found; ModuleLoadError (an ImportError) names the module, its file
+    and the exception when the module's own code fails while loading."""
     folders = use_module_folders(program_file)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
         missing = error.name or name
-        if name != missing and not name.startswith(f"{missing}."):
-            raise  # the module was found; something it imports is missing: its own error says what
-        raise ModuleNotFoundError(f"{error} ({where_looked(folders)})", name=error.name) from None
+        if name == missing or name.startswith(f"{missing}."):
+            raise ModuleNotFoundError(f"{error} ({where_looked(folders)})", name=error.name) from None
+        raise _load_error(name, error) from error  # found; something it imports is missing
+    except ModuleLoadError:
+        raise
+    except Exception as error:  # the module's own code failed while loading; SyntaxError included
+        raise _load_error(name, error) from error
+
+
+def _load_error(name: str, error: BaseException) -> ModuleLoadError:
+    text = str(error).strip().splitlines()
+    detail = f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+    if isinstance(error, SyntaxError) and error.filename:
+        where = f"{error.filename}:{error.lineno}" if error.lineno else error.filename
+        return ModuleLoadError(f"module {name} ({where}) has a syntax error: {error.msg}", name=name)
+    return ModuleLoadError(f"module {name} ({_module_file(name)}) raised {detail} while loading", name=name)
+
+
+def _module_file(name: str) -> str:
+    """The file `name` loads from, for messages (`?` when it cannot be found): looked up part by part on
+    the path, never importing anything (the package itself may be what fails to load)."""
+    from importlib.machinery import PathFinder
+
+    spec = None
+    locations: list[str] | None = None
+    for part in name.split("."):
+        spec = PathFinder.find_spec(part, locations)
+        if spec is None:
+            return "?"
+        locations = list(spec.submodule_search_locations or [])
+    origin = getattr(spec, "origin", None)
+    return str(origin) if origin else "?"
 
 
 def where_looked(folders: tuple[Path, ...]) -> str:
@@ -98,4 +134,11 @@ def resolve(path: str, *, program_file: str | Path | None = None) -> Any:
     return value
 
 
-__all__ = ["import_module", "module_folders", "resolve", "use_module_folders", "where_looked"]
+__all__ = [
+    "ModuleLoadError",
+    "import_module",
+    "module_folders",
+    "resolve",
+    "use_module_folders",
+    "where_looked",
+]

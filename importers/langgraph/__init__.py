@@ -5,7 +5,7 @@
 
 `import_target("module:attr")` and `import_graph(graph)` return an `ImportResult`: the program, and a
 diagnostic for every part of the graph the program does not express, naming the node, state key, router
-or tool (codes LG101-LG117, listed in docs/langgraph.md). With `strict=True` any diagnostic raises
+or tool (codes LG101-LG119, listed in docs/langgraph.md). With `strict=True` any diagnostic raises
 `ImportFailed`. The graph is read from its builder (`nodes`, `edges`, `waiting_edges`, `branches`,
 `channels`, `schemas`), never from `get_graph()`, which draws false edges for Command routing.
 
@@ -28,10 +28,18 @@ The mapping
   playbook that runs the function with the human's answers so far and, at an unanswered question, says
   it to the user and waits for the reply (`WaitForMessage("human")`), as LangGraph re-runs an interrupted
   node on resume.
+- **Nodes get what LangGraph gives them.** A node that takes `config`, `runtime`, `store` or `writer` (or reads
+  its run with `get_config()` and the like) is run by `RunNode` with the graph's run (`$graph_run`: the
+  context built by the graph's `context_schema`, the store, the thread id), through LangGraph's own
+  RunnableCallable (importers/langgraph/graph_run.py).
 - **LLM agents.** A graph built by `create_react_agent` or langchain's `create_agent` (imported itself, used
-  as a node, or a langgraph-supervisor worker) becomes an agent with a react playbook `Run($state:dict)`
-  holding its prompt, and its tools as Python playbooks bound to the tool functions. Hand-off tools of
-  langgraph-supervisor and langgraph-swarm become `TransferTo...` playbooks returning the `Command`.
+  as a node, a langgraph-supervisor worker or supervisor, a swarm agent), and a ReAct loop written by hand
+  (a model node on a system prompt, a ToolNode, `tools_condition`), becomes an agent: `Run` (its turn),
+  `Respond` (a react playbook holding the prompt: PAL's model makes every decision, under the verifier) and
+  a playbook per tool, whose call LangGraph's own ToolNode runs (tool_calls.py). A ToolNode of its own runs
+  the last AI message's tool calls as calls of those playbooks.
+- **Model calls that stay in Python** (a node calling `llm.invoke`, structured output) are said (LG118) and
+  answered by the run's model: LangChain's chat calls are served while the node runs (served_model.py).
 - **Control flow**, one superstep at a time: a superstep's node calls are QUE steps run by one
   `YLD call`, all on the state before the superstep, then their writes are applied together in
   LangGraph's order; a static edge to the next superstep falls through or JMPs; a conditional edge is the
@@ -49,8 +57,8 @@ Not expressed (each reported): routing from a node running in parallel with othe
 of one node, routes building their lists at run time among more than five destinations, `Command`s that
 go to a `Send` or to the parent graph,
 deferred nodes, retry / cache / timeout policies and error handlers, managed values, channels other than
-values and reducers, nodes or routers without an import path (lambdas, closures), nodes that take
-config / runtime / store / writer, and parts of LLM agents (prompt functions, hooks, middleware).
+values and reducers, nodes or routers without an import path (lambdas, closures), and parts of LLM agents
+(prompt functions, hooks, middleware).
 LangGraph's recursion limit is not enforced.
 """
 

@@ -11,17 +11,16 @@ what it plainly is, with a diagnostic, never guessed.
 
 from __future__ import annotations
 
-import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from importers.common.diagnostics import Findings
-from importers.common.model import BoundTool
 from importers.common.pal_types import pal_type
-from importers.common.paths import import_path, resolves_to
+from importers.common.paths import import_path
 from importers.langgraph._diagnostics import AGENT_FEATURE, TOOL_WITHOUT_IMPORT_PATH
-from importers.langgraph._model import AgentFactory, Handoff, LlmAgent
+from importers.langgraph._model import AgentFactory, AgentTool, LlmAgent
 
 _REACT_MODEL = ("langgraph.prebuilt.chat_agent_executor", "create_react_agent.<locals>.call_model")
 _AGENT_MODEL = ("langchain.agents.factory", "create_agent.<locals>.model_node")
@@ -61,13 +60,17 @@ def runnable_function(runnable: Any) -> Callable[..., Any] | None:
     return function if callable(function) else None
 
 
-def recognize_agent(compiled: Any, name: str, subject: str, findings: Findings) -> LlmAgent | None:
-    """The LLM agent a compiled graph is, when `create_react_agent` or `create_agent` built it."""
+def recognize_agent(
+    compiled: Any, name: str, subject: str, findings: Findings, *, where: ToolNodePlace
+) -> LlmAgent | None:
+    """The LLM agent a compiled graph is, when `create_react_agent` or `create_agent` built it; `where`
+    says how the program finds the graph again at run time (for its ToolNode)."""
     builder = getattr(compiled, "builder", None)
     nodes = getattr(builder, "nodes", None)
     if not isinstance(nodes, dict):
         return None
     react = nodes.get("agent")
+    response_format = None
     if react is not None and _is(runnable_function(react.runnable), _REACT_MODEL):
         cells = closure_vars(runnable_function(react.runnable))
         prompt = closure_vars(cells.get("_resolve_model")).get("prompt")
@@ -87,12 +90,7 @@ def recognize_agent(compiled: Any, name: str, subject: str, findings: Findings) 
             findings.add(
                 AGENT_FEATURE, subject, "middleware wraps the model call; PAL does not run middleware"
             )
-        if cells.get("initial_response_format") is not None:
-            findings.add(
-                AGENT_FEATURE,
-                subject,
-                "a response_format asks for structured output, which PAL does not enforce",
-            )
+        response_format = _response_format(cells.get("initial_response_format"), subject, findings)
         extra = sorted(set(nodes) - _AGENT_NODES)
         factory = AgentFactory.CREATE_AGENT
     for node in extra:
@@ -101,14 +99,52 @@ def recognize_agent(compiled: Any, name: str, subject: str, findings: Findings) 
             subject,
             f"its node {node!r} (a hook, middleware or structured-output step) is not part of the imported agent",
         )
-    tools, handoffs = _read_tools(nodes.get("tools"), subject, findings)
+    tool_node = nodes.get("tools")
+    tools = read_tools(tool_node.runnable if tool_node is not None else None, subject, findings)
+    own_name = getattr(compiled, "name", None)
     return LlmAgent(
         name=name,
         factory=factory,
         prompt=_prompt_text(prompt, subject, findings),
         tools=tools,
-        handoffs=handoffs,
+        tool_node=where.locate("tools", tools, subject, findings) if tools else None,
+        messages_key=getattr(tool_node.runnable, "_messages_key", "messages") if tool_node else "messages",
+        message_name=own_name if isinstance(own_name, str) and own_name != "LangGraph" else None,
+        response_format=response_format,
     )
+
+
+def _response_format(strategy: Any, subject: str, findings: Findings) -> dict[str, Any] | None:
+    """create_agent's `response_format` as the agent's typed return: the schema class by import path, its
+    name and JSON Schema, the tool message LangGraph writes (`ToolStrategy(tool_message_content=...)`)."""
+    if strategy is None:
+        return None
+    schema = getattr(strategy, "schema", strategy)
+    path, why = import_path(schema) if isinstance(schema, type) else (None, "it is not a class")
+    json_schema = _json_schema(schema)
+    if path is None or json_schema is None:
+        findings.add(
+            AGENT_FEATURE,
+            subject,
+            f"its response_format cannot be a typed return ({why}); the agent's reply is text",
+        )
+        return None
+    return {
+        "schema": path,
+        "name": schema.__name__,
+        "json_schema": json_schema,
+        "tool_message": getattr(strategy, "tool_message_content", None),
+    }
+
+
+def _json_schema(schema: Any) -> dict[str, Any] | None:
+    """The JSON Schema of a pydantic model, dataclass or TypedDict (None for anything else)."""
+    try:
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(schema).json_schema()
+    except Exception:  # not a type pydantic reads: the format stays untyped (reported)
+        return None
 
 
 def _prompt_text(prompt: Any, subject: str, findings: Findings) -> str | None:
@@ -130,111 +166,96 @@ def _prompt_text(prompt: Any, subject: str, findings: Findings) -> str | None:
     return None
 
 
-def _read_tools(
-    tool_node: Any, subject: str, findings: Findings
-) -> tuple[tuple[BoundTool, ...], tuple[Handoff, ...]]:
+@dataclass(frozen=True, slots=True)
+class ToolNodePlace:
+    """How a graph's ToolNode is found again at run time: from the imported target's compiled graph
+    (`module:attr`), node by node (`path`); without a target, by its tools' import paths."""
+
+    source: str | None
+    """The imported target, when known."""
+    path: tuple[str, ...] = ()
+    """The node names from the target's graph down to the graph holding the ToolNode."""
+
+    def inside(self, node: str) -> ToolNodePlace:
+        """The place of a graph that is node `node` of this one."""
+        return ToolNodePlace(self.source, (*self.path, node))
+
+    def locate(
+        self, node: str, tools: tuple[AgentTool, ...], subject: str, findings: Findings
+    ) -> dict[str, Any]:
+        """Where the ToolNode `node` of this graph is found at run time (reported when it cannot be)."""
+        if self.source is not None:
+            return {"graph": self.source, "nodes": [*self.path, node]}
+        missing = [tool.name for tool in tools if tool.path is None]
+        for name in missing:
+            findings.add(
+                TOOL_WITHOUT_IMPORT_PATH,
+                f"{subject}, tool {name!r}",
+                "it has no import path, and the graph was imported from an object (not module:attribute), so "
+                "the program cannot find its ToolNode again; import the graph by its module:attribute",
+            )
+        return {"tools": [tool.path for tool in tools if tool.path is not None]}
+
+
+def read_tools(tool_node: Any, subject: str, findings: Findings) -> tuple[AgentTool, ...]:
+    """The tools of a ToolNode, each with the arguments the model fills in."""
     if tool_node is None:
-        return (), ()
-    tools_by_name = getattr(tool_node.runnable, "tools_by_name", None)
+        return ()
+    tools_by_name = getattr(tool_node, "tools_by_name", None)
     if not isinstance(tools_by_name, dict):
         findings.add(
             AGENT_FEATURE, subject, "its tools node is not a ToolNode, so its tools are not imported"
         )
-        return (), ()
-    tools: list[BoundTool] = []
-    handoffs: list[Handoff] = []
+        return ()
+    tools = []
     for tool_name, tool in tools_by_name.items():
-        metadata = getattr(tool, "metadata", None) or {}
-        if _HANDOFF_KEY in metadata:
-            handoffs.append(_handoff(tool, str(metadata[_HANDOFF_KEY])))
-            continue
-        imported = _tool(tool, tool_name, subject, findings)
-        if imported is not None:
-            tools.append(imported)
+        tools.append(_tool(tool, tool_name))
         if getattr(tool, "return_direct", False):
             findings.add(
                 AGENT_FEATURE,
                 f"{subject}, tool {tool_name!r}",
                 "return_direct ends the agent's turn with the tool's result; PAL lets the model answer",
             )
-    # langgraph-supervisor makes its hand-off tools from a set: order them by name to be reproducible.
-    return tuple(tools), tuple(sorted(handoffs, key=lambda handoff: handoff.name))
-
-
-def _handoff(tool: Any, destination: str) -> Handoff:
-    function = getattr(tool, "func", None)
-    update = (
-        {"active_agent": destination} if getattr(function, "__module__", "") == _SWARM_HANDOFF_MODULE else {}
+    # langgraph-supervisor makes its hand-off tools from a set: they come last, by name, to be reproducible.
+    own = [tool for tool in tools if not _is_handoff(tools_by_name[tool.name])]
+    handoffs = sorted(
+        (tool for tool in tools if _is_handoff(tools_by_name[tool.name])), key=lambda tool: tool.name
     )
-    return Handoff(
-        name=str(tool.name), description=str(tool.description or ""), destination=destination, update=update
-    )
+    return (*own, *handoffs)
 
 
-def _tool(tool: Any, tool_name: str, subject: str, findings: Findings) -> BoundTool | None:
-    where = f"{subject}, tool {tool_name!r}"
+def _is_handoff(tool: Any) -> bool:
+    return _HANDOFF_KEY in (getattr(tool, "metadata", None) or {})
+
+
+def _tool(tool: Any, tool_name: str) -> AgentTool:
     function = getattr(tool, "func", None) or getattr(tool, "coroutine", None)
-    if not callable(function):
-        findings.add(
-            TOOL_WITHOUT_IMPORT_PATH,
-            where,
-            f"it is a {type(tool).__name__} without a plain function behind it; wrap the work in a "
-            "module-level function and make the tool with @tool",
-        )
-        return None
-    path = _tool_function_path(tool, function)
-    if path is None:
-        _, why = import_path(function)
-        findings.add(TOOL_WITHOUT_IMPORT_PATH, where, f"its function cannot be imported by path: {why}")
-        return None
-    model_fields = _model_argument_names(tool)
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):
-        signature = None
+    path = _bound_tool_path(tool, function) if function is not None else None
+    if path is None and callable(function):
+        path = _function_tool_path(tool, function)
     parameters: list[tuple[str, str | None]] = []
-    injected: list[str] = []
-    if signature is not None:
-        for parameter in signature.parameters.values():
-            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-                continue
-            if model_fields is not None and parameter.name not in model_fields:
-                if parameter.default is parameter.empty:
-                    injected.append(parameter.name)
-                continue
-            annotation = None if parameter.annotation is parameter.empty else parameter.annotation
-            parameters.append((parameter.name, pal_type(annotation)))
-    if injected:
-        findings.add(
-            TOOL_WITHOUT_IMPORT_PATH,
-            where,
-            f"it takes {', '.join(injected)} injected by LangGraph (state, tool call id or runtime), which a "
-            "PAL playbook call does not pass",
-        )
-    returns = None
-    if signature is not None and signature.return_annotation is not signature.empty:
-        returns = pal_type(signature.return_annotation)
-    return BoundTool(
+    optional: set[str] = set()
+    schema = getattr(tool, "tool_call_schema", None)
+    fields = getattr(schema, "model_fields", None)
+    if isinstance(fields, dict):
+        for field_name, info in fields.items():
+            parameters.append((field_name, pal_type(info.annotation)))
+            if not info.is_required():
+                optional.add(field_name)
+    return AgentTool(
         name=tool_name,
         description=str(getattr(tool, "description", "") or ""),
-        path=path,
         parameters=tuple(parameters),
-        returns=returns,
+        optional=frozenset(optional),
+        path=path,
     )
 
 
-def _tool_function_path(tool: Any, function: Any) -> str | None:
-    """The function's own import path, or `<tool path>.func` when `@tool` replaced it at module level."""
+def _function_tool_path(tool: Any, function: Any) -> str | None:
+    """The import path of a plain function a ToolNode made a tool of (`create_react_agent(model, [f])`)."""
     path, _ = import_path(function)
-    if path is not None:
+    if path is not None and getattr(tool, "name", None) == getattr(function, "__name__", None):
         return path
-    tool_path = _bound_tool_path(tool, function)
-    if tool_path is None:
-        return None
-    for attribute in ("func", "coroutine"):
-        candidate = f"{tool_path}.{attribute}"
-        if resolves_to(candidate, function):
-            return candidate
     return None
 
 
@@ -247,15 +268,6 @@ def _bound_tool_path(tool: Any, function: Any) -> str | None:
     for name, value in vars(module).items():
         if value is tool:
             return f"{module_name}:{name}"
-    return None
-
-
-def _model_argument_names(tool: Any) -> set[str] | None:
-    """The argument names the model fills in (injected arguments are not among them)."""
-    schema = getattr(tool, "tool_call_schema", None)
-    fields = getattr(schema, "model_fields", None)
-    if isinstance(fields, dict):
-        return set(fields)
     return None
 
 

@@ -29,6 +29,11 @@ def _tree(function: Any) -> ast.AST | None:
         return None
 
 
+def function_tree(function: Any) -> ast.AST | None:
+    """The parsed source of `function` (a module holding its definition), or None when it cannot be read."""
+    return _tree(function)
+
+
 def _calls(function: Any, name: str) -> list[ast.Call]:
     tree = _tree(function)
     if tree is None:

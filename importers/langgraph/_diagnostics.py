@@ -34,7 +34,9 @@ NODE_POLICY = Code(
     summary="a node has a retry, cache or timeout policy or an error handler",
 )
 NODE_NEEDS_CONTEXT = Code(
-    code="LG110", name="node-needs-context", summary="a node takes config, runtime, store or writer"
+    code="LG110",
+    name="node-needs-context",
+    summary="(no longer reported: nodes get config, runtime, store and writer as in LangGraph)",
 )
 SEVERAL_DESTINATIONS = Code(
     code="LG111",
@@ -64,6 +66,17 @@ UNSUPPORTED_COMMAND = Code(
     summary="a node returns a Command the imported program does not follow (goto=Send, graph=PARENT)",
 )
 
+MODEL_IN_PYTHON = Code(
+    code="LG118",
+    name="model-in-python",
+    summary="a node calls a chat model inside its Python: the run's model answers it, but PAL sees no prompt",
+)
+CONTEXT_SCHEMA = Code(
+    code="LG119",
+    name="context-schema",
+    summary="the graph's context schema cannot be imported by path; nodes get the context as a dict",
+)
+
 CODES = CodeTable(
     prefix="LG1",
     docs="docs/langgraph.md",
@@ -85,6 +98,8 @@ CODES = CodeTable(
         GRAPH_TOO_LARGE,
         UNSUPPORTED_NODE,
         UNSUPPORTED_COMMAND,
+        MODEL_IN_PYTHON,
+        CONTEXT_SCHEMA,
     ),
 )
 """Every code by its number."""

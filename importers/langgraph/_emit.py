@@ -2,28 +2,32 @@
 
 Every graph is an agent: the imported graph (its `Invoke` playbook has the BGN trigger), each compiled
 subgraph of plain nodes (its `Invoke` is public and called as `<Agent>.Invoke(input=$state)`), and each
-LLM agent (a react playbook `Run` holding the prompt, its tools as Python playbooks). Subgraphs are
+LLM agent (`Run`, its turn; `Respond`, a react playbook holding the prompt; a playbook per tool: see
+`_agent_steps`). Subgraphs are
 agents rather than nested playbooks because PAL variables belong to an agent: a subgraph's `$state`
 must not overwrite its parent's. The steps of an `Invoke` playbook are written by `_graph_steps`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from importers.common.diagnostics import Findings
-from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
-from importers.common.naming import Namer, camel_case, safe_description
-from importers.common.steps import StepList, literal
+from importers.common.emit import AgentParts, SupportModule
+from importers.common.naming import Namer, camel_case
 from importers.langgraph import support as langgraph_support
-from importers.langgraph._model import Graph, LlmAgent
-from pal_core.ir import Agent, Metadata, Parameter, Playbook, Program
+from importers.langgraph._agent_steps import MODEL_PLAYBOOK, TURN_PLAYBOOK, write_agent_turn
+from importers.langgraph._model import AgentFactory, Graph, LlmAgent
+from pal_core.ir import Agent, Metadata, Program
 
 ENTRY_PLAYBOOK = "Invoke"
 """The playbook that runs a graph from its input state to its output state."""
-AGENT_PLAYBOOK = "Run"
-"""The react playbook of an LLM agent."""
-SUPPORT = SupportModule(langgraph_support, name="langgraph", reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK))
+AGENT_PLAYBOOK = TURN_PLAYBOOK
+"""An LLM agent's turn (its model is the react playbook `Respond`)."""
+SUPPORT = SupportModule(
+    langgraph_support, name="langgraph", reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK, MODEL_PLAYBOOK)
+)
 """Where the helper playbooks are bound. An agent's `main` playbooks are `Invoke` and, for an LLM agent,
 `Run`; its other playbooks are its nodes, routers, tools and hand-offs."""
 
@@ -45,7 +49,7 @@ class ProgramWriter:
 
     def write(self, graph: Graph) -> tuple[Agent, ...]:
         self.graph_agent(graph, scope="", top_level=True)
-        return tuple(agent.build() for agent in self.agents)
+        return tuple(_model_calls_no_helper(agent.build()) for agent in self.agents)
 
     def graph_agent(self, graph: Graph, *, scope: str, top_level: bool) -> str:
         """The agent of a graph: the imported one (top level) or a subgraph; returns its name."""
@@ -81,49 +85,22 @@ class ProgramWriter:
         return parts.name
 
     def _agent_playbooks(self, agent: LlmAgent, parts: AgentParts, *, public: bool) -> None:
-        notes = [
-            'The conversation is $state["messages"]; answer its last message, calling this agent\'s playbooks '
-            "when they help.",
-            'Return the state update {"messages": [<your reply>]}.',
-        ]
-        if agent.handoffs:
-            notes.append(
-                "To hand the conversation to another agent, call its TransferTo playbook and return the Command "
-                "it returns."
-            )
-        parts.main.append(
-            Playbook(
-                name=AGENT_PLAYBOOK,
-                parameters=(Parameter(name="state", type="dict"),),
-                returns="dict",
-                description=safe_description(agent.prompt or ""),
-                # Public for the graph that calls it; not a tool of its own when the program is served.
-                metadata=Metadata(
-                    public=True if public else None,
-                    execution_mode="react",
-                    extra={"mcp": {"tool": False}} if public else {},
-                ),
-                notes=numbered_notes(notes),
-            )
-        )
-        for tool in agent.tools:
-            parts.playbooks.append(tool_playbook(tool, name=parts.namer.take(camel_case(tool.name), "Tool")))
-        for handoff in agent.handoffs:
-            steps = StepList()
-            arguments = f"agent={literal(handoff.destination)}"
-            if handoff.update:
-                arguments += f", update={literal(handoff.update)}"
-            steps.add("EXE", f"$command = {parts.helper('handoff')}({arguments})")
-            steps.add("RET", "$command")
-            parts.playbooks.append(
-                Playbook(
-                    name=parts.namer.take(camel_case(handoff.name), "Handoff"),
-                    returns="Command",
-                    description=safe_description(handoff.description)
-                    or f"Hand the conversation to agent {handoff.destination!r}.",
-                    steps=steps.build(),
-                )
-            )
+        write_agent_turn(parts, agent, public=public, findings=self.findings, subject=f"agent {agent.name!r}")
+
+
+def _model_calls_no_helper(agent: Agent) -> Agent:
+    """In an agent whose model works (a react playbook), the support helpers are the program's
+    bookkeeping: the model may not call them."""
+    if not any(playbook.metadata.execution_mode == "react" for playbook in agent.playbooks):
+        return agent
+    prefix = f"{SUPPORT.binding}:"
+    playbooks = tuple(
+        dataclasses.replace(playbook, metadata=dataclasses.replace(playbook.metadata, model_callable=False))
+        if (playbook.metadata.python or "").startswith(prefix)
+        else playbook
+        for playbook in agent.playbooks
+    )
+    return dataclasses.replace(agent, playbooks=playbooks)
 
 
 def _graph_description(graph: Graph, *, top_level: bool) -> str:
@@ -137,9 +114,10 @@ def _graph_description(graph: Graph, *, top_level: bool) -> str:
     if graph.agent is not None:
         return (
             f"LangGraph agent `{graph.agent.name}`, built with {_factory(graph.agent)} and imported from {where} "
-            f"by `pal import langgraph`. {AGENT_PLAYBOOK} is the agent: a model that answers the conversation "
-            "in the state, calling its tools (the Python playbooks) until it is done. "
-            f"{ENTRY_PLAYBOOK} runs it on an input state and returns the final state, as `graph.invoke` does."
+            f"by `pal import langgraph`. {AGENT_PLAYBOOK} is its turn: its model ({MODEL_PLAYBOOK}) answers the "
+            "conversation in the state, calling its tools (each a playbook LangGraph's ToolNode runs) until it "
+            f"is done. {ENTRY_PLAYBOOK} runs it on an input state and returns the final state, as `graph.invoke` "
+            "does."
         )
     return (
         f"LangGraph graph {where}, imported by `pal import langgraph`. {ENTRY_PLAYBOOK} runs it on an input "
@@ -160,11 +138,13 @@ def _graph_metadata(graph: Graph) -> Metadata:
 def _agent_description(agent: LlmAgent) -> str:
     return (
         f"LangGraph agent `{agent.name}`, built with {_factory(agent)} and imported by `pal import langgraph` "
-        f"with the graph that uses it. {AGENT_PLAYBOOK} is the agent: a model that answers the conversation "
-        "in the state it is given, calling its tools (the Python playbooks) until it is done, and returns "
-        "its update to that state."
+        f"with the graph that uses it. {AGENT_PLAYBOOK} is its turn: its model ({MODEL_PLAYBOOK}) answers the "
+        "conversation in the state it is given, calling its tools (each a playbook LangGraph's ToolNode runs) "
+        "until it is done, and returns its update to that state."
     )
 
 
 def _factory(agent: LlmAgent) -> str:
+    if agent.factory is AgentFactory.HAND_WRITTEN:
+        return agent.factory.value
     return f"`{agent.factory.value.rpartition('.')[2]}`"

@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 from importers.common.emit import AgentParts, python_playbook
 from importers.common.naming import camel_case, safe_description
 from importers.common.steps import StepList, literal
+from importers.langgraph._agent_steps import write_tool_node, write_tool_playbook
 from importers.langgraph._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK
 from importers.langgraph._flow import END_BLOCK, Block, Exit, ExitKind, Flow, Task, build_flow
-from importers.langgraph._model import END, START, Graph, InputView, Node, NodeKind, Router
+from importers.langgraph._model import END, START, Graph, InputView, Node, NodeKind, Router, runs_in_graph_run
 from pal_core.ir import Metadata, Parameter, Playbook, Trigger
 from runtime.schema import json_schema_for_type
 
@@ -53,12 +54,14 @@ class _NodeCall:
     """The node's view of the state, when not the whole dict."""
     reply: str | None = None
     """For a langgraph-supervisor worker: the AgentReply arguments after `output=`."""
+    extra: str = ""
+    """More arguments of the call, after the node's input (`, graph_run=$graph_run`)."""
 
 
 class GraphSteps:
     """Writes one graph's `Invoke` playbook into its agent, with the playbooks of its nodes."""
 
-    __slots__ = ("agent", "calls", "flow", "graph", "program", "routers", "scope", "steps")
+    __slots__ = ("agent", "calls", "flow", "graph", "has_run", "program", "routers", "scope", "steps")
 
     def __init__(self, program: ProgramWriter, agent: AgentParts, graph: Graph, *, scope: str) -> None:
         self.program = program
@@ -69,14 +72,32 @@ class GraphSteps:
         self.routers: dict[str, str] = {}
         self.steps = StepList()
         self.flow: Flow = build_flow(graph, scope, program.findings)
+        self.has_run = False
 
     def write(self, name: str, *, top_level: bool) -> Playbook:
-        for node in self.graph.nodes.values():
+        graph = self.graph
+        self.has_run = needs_graph_run(graph)
+        for node in graph.nodes.values():
             self.calls[node.name] = self._node(node)
         helper = self.agent.helper
         steps = self.steps
-        steps.add("EXE", f"$schema:dict = {literal(_schema(self.graph))}")
-        steps.add("EXE", f"$state:dict = {helper('start_graph')}(input=$input, schema=$schema)")
+        input_name = entry_input_name(graph) if top_level else "input"
+        steps.add("EXE", f"$schema:dict = {literal(_schema(graph))}")
+        parameters = [Parameter(name=input_name, type="dict")]
+        if self.has_run:
+            arguments: list[str] = []
+            if top_level and graph.takes_context:
+                parameters.append(Parameter(name="context", type="dict", default="{}"))
+                arguments.append("context=$context")
+            elif not top_level:
+                parameters.append(Parameter(name="graph_run", type="GraphRun", default="None"))
+                arguments.append("parent=$graph_run")
+            if graph.source:
+                arguments.append(f"graph={literal(graph.source)}")
+            if graph.context_schema:
+                arguments.append(f"context_schema={literal(graph.context_schema)}")
+            steps.add("EXE", f"$graph_run = {helper('graph_run')}({', '.join(arguments)})")
+        steps.add("EXE", f"$state:dict = {helper('start_graph')}(input=${input_name}, schema=$schema)")
         blocks = {block.id: block for block in self.flow.blocks}
         order = self.flow.order
         self._exit(self.flow.start, next_block=order[0] if order else END_BLOCK)
@@ -89,17 +110,23 @@ class GraphSteps:
         steps.add("EXE", f"$output:dict = {helper('finish_graph')}(state=$state, schema=$schema)")
         steps.add("RET", "$output")
         if top_level:
-            description = "Runs the graph on `$input` and returns its final state, as `graph.invoke` does."
+            description = (
+                f"Runs the graph on `${input_name}` and returns its final state, as `graph.invoke` does."
+            )
+            if graph.takes_context and self.has_run:
+                description += " `$context` is the run's context (`graph.invoke(..., context=...)`)."
         else:
             description = (
                 "Runs the subgraph on `$input` (its parent's state) and returns the subgraph's output."
             )
         return Playbook(
             name=name,
-            parameters=(Parameter(name="input", type="dict"),),
+            parameters=tuple(parameters),
             returns="dict",
             description=description,
-            metadata=_entry_metadata(self.graph, top_level=top_level),
+            metadata=_entry_metadata(
+                graph, top_level=top_level, input_name=input_name, several=len(parameters) > 1
+            ),
             triggers=(Trigger(id="T1", code="BGN", text="At the beginning"),) if top_level else (),
             steps=steps.build(),
         )
@@ -114,6 +141,9 @@ class GraphSteps:
             doc = f"{what} {node.callee.description}" if node.callee.description else what
             if node.asks_human:
                 self.agent.playbooks.append(self._asking_playbook(name, node, doc))
+                return _NodeCall(callee=name, parameter="node_state", view=node.view)
+            if runs_in_graph_run(node):
+                self.agent.playbooks.append(self._run_node_playbook(name, node, doc))
                 return _NodeCall(callee=name, parameter="node_state", view=node.view)
             parameter = node.callee.parameters[0] if node.callee.parameters else "state"
             input_type = node.view.model.rpartition(":")[2] if node.view and node.view.model else "dict"
@@ -131,17 +161,40 @@ class GraphSteps:
             agent = self.program.graph_agent(
                 node.subgraph, scope=f"{self.scope}{node.name}/", top_level=False
             )
-            return _NodeCall(callee=f"{agent}.{ENTRY_PLAYBOOK}", parameter="input")
+            extra = ", graph_run=$graph_run" if needs_graph_run(node.subgraph) else ""
+            return _NodeCall(callee=f"{agent}.{ENTRY_PLAYBOOK}", parameter="input", extra=extra)
         if node.kind is NodeKind.AGENT and node.agent is not None:
+            extra = ", graph_run=$graph_run"
             if self.graph.agent is node.agent:
-                return _NodeCall(callee=AGENT_PLAYBOOK, parameter="state")
+                return _NodeCall(callee=AGENT_PLAYBOOK, parameter="state", extra=extra)
             agent = self.program.llm_agent(node.agent)
             reply = None
             if node.agent.reply_mode is not None:
                 reply = f"mode={literal(node.agent.reply_mode)}, agent={literal(node.name)}"
                 if node.agent.supervisor is not None:
                     reply += f", supervisor={literal(node.agent.supervisor)}"
-            return _NodeCall(callee=f"{agent}.{AGENT_PLAYBOOK}", parameter="state", reply=reply)
+            return _NodeCall(callee=f"{agent}.{AGENT_PLAYBOOK}", parameter="state", reply=reply, extra=extra)
+        if node.kind is NodeKind.TOOLS and node.tool_node is not None:
+            name = self.agent.namer.take(base, "Node")
+            subject = f"node {self.scope}{node.name!r}"
+            tools = {
+                tool.name: write_tool_playbook(
+                    self.agent, tool, agent=None, findings=self.program.findings, subject=subject
+                )
+                for tool in node.tools
+            }
+            doc = f"Node `{node.name}` of the graph."
+            self.agent.playbooks.append(
+                write_tool_node(
+                    self.agent,
+                    name,
+                    doc,
+                    tools=tools,
+                    tool_node=node.tool_node,
+                    messages_key=node.messages_key,
+                )
+            )
+            return _NodeCall(callee=name, parameter="node_state", view=node.view)
         reason = node.unsupported_reason or "the importer cannot call this node"
         arguments = f"node={literal(node.name)}, reason={literal(reason)}"
         return _NodeCall(callee=f"{self.agent.helper('unsupported')}({arguments})", parameter=None)
@@ -153,14 +206,10 @@ class GraphSteps:
         overwrite the `$state` and `$update` of the Invoke playbook that called it.
         """
         helper = self.agent.helper
-        path = node.callee.path if node.callee is not None else ""
         steps = StepList()
         steps.add("EXE", "$answers:list = []")
         steps.label("resume")
-        steps.add(
-            "EXE",
-            f"$node_update = {helper('resume_node')}(node={literal(path)}, state=$node_state, answers=$answers)",
-        )
+        steps.add("EXE", f"$node_update = {self._run_node_call(node, answers=True)}")
         steps.add("EXE", f"$asked:bool = {helper('is_interrupted')}(update=$node_update)")
         body = StepList()
         body.add("EXE", f"$question = {helper('interrupt_question')}(update=$node_update)")
@@ -179,6 +228,41 @@ class GraphSteps:
             name=name,
             parameters=(Parameter(name="node_state", type="dict"),),
             returns="dict",
+            description=safe_description(description),
+            steps=steps.build(),
+        )
+
+    def _run_node_call(self, node: Node, *, answers: bool = False) -> str:
+        """The RunNode call that runs `node`'s function on `$node_state` with the graph's run."""
+        path = node.callee.path if node.callee is not None else ""
+        arguments = [f"node={literal(node.name)}", f"function={literal(path)}", "state=$node_state"]
+        if answers:
+            arguments.append("answers=$answers")
+        if self.has_run:
+            arguments.append("graph_run=$graph_run")
+        return f"{self.agent.helper('run_node')}({', '.join(arguments)})"
+
+    def _run_node_playbook(self, name: str, node: Node, doc: str) -> Playbook:
+        """A node run with the graph's run: the `config`, `runtime`, `store`, `writer` LangGraph passes
+        it, LangGraph's config in context, its chat models answered by the run's model.
+
+        Its variables have names of their own, as the asking playbook's do."""
+        gets = []
+        if node.injected:
+            gets.append(f"LangGraph passes it {', '.join(f'`{item}`' for item in node.injected)}")
+        if node.reads_context:
+            gets.append(f"it reads its run with {', '.join(f'`{item}()`' for item in node.reads_context)}")
+        if node.model:
+            gets.append("it calls a chat model in Python, which the run's model answers")
+        said = "; ".join(gets)
+        description = f"{doc} {said[:1].upper()}{said[1:]}: RunNode runs it as LangGraph would."
+        steps = StepList()
+        steps.add("EXE", f"$node_update = {self._run_node_call(node)}")
+        steps.add("RET", "$node_update")
+        return Playbook(
+            name=name,
+            parameters=(Parameter(name="node_state", type="dict"),),
+            returns=_returns_text(node.callee.returns if node.callee is not None else None),
             description=safe_description(description),
             steps=steps.build(),
         )
@@ -260,7 +344,7 @@ class GraphSteps:
         if call.view is not None and source == "$state":
             argument = "$node_input" if result == "$update" else f"$input_{_slug(node)}"
             steps.add("EXE", f"{argument} = {self._view_call(call.view)}")
-        steps.add("QUE", f"{result} = {call.callee}({call.parameter}={argument})")
+        steps.add("QUE", f"{result} = {call.callee}({call.parameter}={argument}{call.extra})")
         return True
 
     def _reply(self, node: str, variable: str, steps: StepList | None = None) -> None:
@@ -395,20 +479,50 @@ class GraphSteps:
         return f"{self.agent.helper('send_packets')}(result=$result, nodes={nodes}, state=$state)"
 
 
-def _entry_metadata(graph: Graph, *, top_level: bool) -> Metadata:
+def needs_graph_run(graph: Graph) -> bool:
+    """Whether the graph's Invoke keeps a `$graph_run`: it declares a context schema, or a node of it is
+    run with LangGraph's run (RunNode, an LLM agent, a ToolNode), in it or in a subgraph."""
+    if graph.takes_context or graph.agent is not None:
+        return True
+    for node in graph.nodes.values():
+        if node.kind in (NodeKind.AGENT, NodeKind.TOOLS) or (
+            node.kind is NodeKind.FUNCTION and runs_in_graph_run(node)
+        ):
+            return True
+        if node.kind is NodeKind.SUBGRAPH and node.subgraph is not None and needs_graph_run(node.subgraph):
+            return True
+    return False
+
+
+def entry_input_name(graph: Graph) -> str:
+    """The name of `Invoke`'s input parameter: `input`, unless the graph's input has a key of that name
+    (then `graph_input`): `pal run --input '{"input": "hi"}'` is then the input state, never `$input = "hi"`."""
+    name = "input"
+    taken = {*graph.input_keys, "context"}
+    while name in taken:
+        name = f"graph_{name}"
+    return name
+
+
+def _entry_metadata(graph: Graph, *, top_level: bool, input_name: str, several: bool) -> Metadata:
     """The imported graph's `Invoke` is public and served over MCP as one tool named after the graph,
-    whose arguments are the input state (`pal mcp serve`); a subgraph's `Invoke` is public so its parent
-    can call it, and kept out of the tool list."""
+    whose arguments are the input state (`pal mcp serve`), or `input` and `context` for a graph with a
+    context schema; a subgraph's `Invoke` is public so its parent can call it, and kept out of the tool
+    list."""
     if not top_level:
         return Metadata(public=True, extra={"mcp": {"tool": False}})
+    tool = _TOOL_NAME_RE.sub("_", graph.name).strip("_")[:64] or "graph"
+    if several:
+        return Metadata(public=True, extra={"mcp": {"tool": tool}})
     properties = {
         channel.key: json_schema_for_type(channel.type)
         for channel in graph.channels
         if channel.key in graph.input_keys
     }
     schema = {"type": "object", "properties": properties}
-    tool = _TOOL_NAME_RE.sub("_", graph.name).strip("_")[:64] or "graph"
-    return Metadata(public=True, extra={"mcp": {"tool": tool, "arguments": "input", "input_schema": schema}})
+    return Metadata(
+        public=True, extra={"mcp": {"tool": tool, "arguments": input_name, "input_schema": schema}}
+    )
 
 
 def _label(block: int) -> object:

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from importers.common.model import BoundTool
-
 END = "__end__"
 """LangGraph's END."""
 START = "__start__"
@@ -66,17 +64,19 @@ class Channel:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Handoff:
-    """A multi-agent hand-off tool (`transfer_to_<agent>`): a Command to the graph that runs the agents."""
+class AgentTool:
+    """A tool of an LLM agent or a ToolNode: a playbook the model calls, whose call LangGraph's ToolNode runs."""
 
     name: str
-    """The tool's name."""
+    """The tool's name as the model calls it (and as LangGraph's messages name it)."""
     description: str
-    """The tool's description."""
-    destination: str
-    """The node (agent) it transfers to."""
-    update: dict[str, Any] = field(default_factory=dict)
-    """State keys the hand-off sets besides the messages (a swarm's `active_agent`)."""
+    """What it does, as the framework tells the model."""
+    parameters: tuple[tuple[str, str | None], ...] = ()
+    """(name, PAL type) of each argument the model fills in (injected ones are LangGraph's to pass)."""
+    optional: frozenset[str] = frozenset()
+    """The arguments that have a default."""
+    path: str | None = None
+    """The import path of the tool object (or plain function), when it has one."""
 
 
 class AgentFactory(StrEnum):
@@ -84,6 +84,7 @@ class AgentFactory(StrEnum):
 
     REACT = "langgraph.prebuilt.create_react_agent"
     CREATE_AGENT = "langchain.agents.create_agent"
+    HAND_WRITTEN = "a model node, a ToolNode and tools_condition"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,15 +92,23 @@ class LlmAgent:
     """An LLM agent graph (a model calling tools in a loop), imported as a PAL agent."""
 
     name: str
-    """The graph's name (`create_react_agent(..., name=...)`)."""
+    """The graph's name (`create_react_agent(..., name=...)`), or the model node's."""
     factory: AgentFactory
     """Which factory built it."""
     prompt: str | None
     """The system prompt, when it is text."""
-    tools: tuple[BoundTool, ...] = ()
-    """Tools that become Python playbooks."""
-    handoffs: tuple[Handoff, ...] = ()
-    """Hand-off tools that become transfer playbooks."""
+    tools: tuple[AgentTool, ...] = ()
+    """Its tools, each a playbook."""
+    tool_node: dict[str, Any] | None = None
+    """Where its ToolNode is found at run time: `{"graph": "module:attr", "nodes": [...]}`, else
+    `{"tools": [import paths]}`; None without tools."""
+    messages_key: str = "messages"
+    """The state key holding the conversation."""
+    message_name: str | None = None
+    """The name its AI messages carry (a named prebuilt agent names them); None for a model node's."""
+    response_format: dict[str, Any] | None = None
+    """create_agent's `response_format` as a typed return: `{"schema": "module:Class", "name", "json_schema",
+    "tool_message"}`; None for a text reply."""
     reply_mode: str | None = None
     """For a supervisor's worker: `last_message` or `full_history` (langgraph-supervisor's output_mode)."""
     supervisor: str | None = None
@@ -111,6 +120,8 @@ class NodeKind(StrEnum):
 
     FUNCTION = "function"
     """A Python function, called by import path."""
+    TOOLS = "tools"
+    """A ToolNode: the last AI message's tool calls, each a call of a tool playbook."""
     SUBGRAPH = "subgraph"
     """A compiled graph of plain nodes: a nested playbook."""
     AGENT = "agent"
@@ -170,6 +181,12 @@ class Node:
     """For SUBGRAPH: the graph."""
     agent: LlmAgent | None = None
     """For AGENT: the agent."""
+    tools: tuple[AgentTool, ...] = ()
+    """For TOOLS: the ToolNode's tools."""
+    tool_node: dict[str, Any] | None = None
+    """For TOOLS: where the ToolNode is found at run time (as `LlmAgent.tool_node`)."""
+    messages_key: str = "messages"
+    """For TOOLS: the state key of the messages."""
     command_ends: tuple[str, ...] = ()
     """Destinations of the `Command(goto=...)` it may return (annotation or `destinations=`; every node
     and END for a node annotated only `-> Command`)."""
@@ -180,8 +197,21 @@ class Node:
     list is built at run time (any combination)."""
     asks_human: bool = False
     """Whether it calls `interrupt()`."""
+    injected: tuple[str, ...] = ()
+    """The keyword arguments LangGraph passes it besides the state (`config`, `runtime`, `store`,
+    `writer`, ...), as LangGraph's own RunnableCallable reads them from its signature."""
+    reads_context: tuple[str, ...] = ()
+    """LangGraph functions it calls to read its run from inside (`get_stream_writer`, `get_config`, ...)."""
+    model: str | None = None
+    """How it reaches a chat model it calls inside its Python (`the chat model llm`); None when it does not."""
     unsupported_reason: str = ""
     """For UNSUPPORTED: why, as reported."""
+
+
+def runs_in_graph_run(node: Node) -> bool:
+    """Whether a function node is run by `RunNode` with the graph's run (LangGraph's config, runtime,
+    store, writer and served chat models) rather than called as a plain Python playbook."""
+    return bool(node.injected or node.reads_context or node.model or node.asks_human)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,6 +242,10 @@ class Graph:
     """Nodes the compiled graph pauses after."""
     agent: LlmAgent | None = None
     """Set when the whole graph is an LLM agent."""
+    context_schema: str | None = None
+    """The import path of the graph's `context_schema` (a dataclass, pydantic model or TypedDict)."""
+    takes_context: bool = False
+    """Whether the graph declares a context schema: its `Invoke` then takes `$context`."""
 
     def static_targets(self, node: str) -> tuple[str, ...]:
         """Targets of the static edges out of `node` (END included), sorted."""

@@ -19,7 +19,9 @@ from importers.common.diagnostics import Findings
 from importers.common.pal_types import type_text
 from importers.common.paths import import_path
 from importers.langgraph._agents import (
+    ToolNodePlace,
     closure_vars,
+    read_tools,
     recognize_agent,
     recognize_state_router,
     recognize_supervisor_worker,
@@ -35,9 +37,10 @@ from importers.langgraph._code import (
     writes_command_goto,
 )
 from importers.langgraph._diagnostics import (
+    CONTEXT_SCHEMA,
     DEFERRED_NODE,
     MANAGED_VALUE,
-    NODE_NEEDS_CONTEXT,
+    MODEL_IN_PYTHON,
     NODE_POLICY,
     NODE_WITHOUT_IMPORT_PATH,
     REDUCER_WITHOUT_IMPORT_PATH,
@@ -59,6 +62,8 @@ from importers.langgraph._model import (
     NodeKind,
     Router,
 )
+from importers.langgraph._model_use import model_reference, reads_run_context
+from importers.langgraph._react_loop import fold_react_loops
 
 _JSON_INITIALS = (list, dict, int, float, str, bool)
 _DEFAULT_GRAPH_NAME = "LangGraph"
@@ -85,18 +90,33 @@ def graph_name(compiled: Any | None, fallback: str) -> str:
     return fallback
 
 
-def read_graph(value: Any, *, name: str, source: str | None, scope: str, findings: Findings) -> Graph:
-    """The model of a graph. `scope` prefixes subjects of diagnostics inside subgraphs (`sub/`)."""
+def read_graph(
+    value: Any,
+    *,
+    name: str,
+    source: str | None,
+    scope: str,
+    findings: Findings,
+    place: ToolNodePlace | None = None,
+) -> Graph:
+    """The model of a graph. `scope` prefixes subjects of diagnostics inside subgraphs (`sub/`); `place`
+    says how the running program finds this graph again (the imported target, node by node)."""
     builder, compiled = graph_parts(value)
     name = graph_name(compiled, name)
+    place = place if place is not None else ToolNodePlace(source)
     if compiled is not None:
-        agent = recognize_agent(compiled, name, f"agent {scope}{name!r}", findings)
+        agent = recognize_agent(compiled, name, f"agent {scope}{name!r}", findings, where=place)
         if agent is not None:
             # The agent's own bookkeeping keys (remaining steps, middleware jumps) live inside its react
             # playbook, so what they are made of is not reported.
-            return _agent_graph(builder, agent, _read_channels(builder, scope, Findings()), source)
+            graph = _agent_graph(builder, agent, _read_channels(builder, scope, Findings()), source)
+            return dataclasses.replace(
+                graph,
+                context_schema=_context_schema(builder, scope, findings),
+                takes_context=getattr(builder, "context_schema", None) is not None,
+            )
     channels = _read_channels(builder, scope, findings)
-    reader = _GraphReader(builder, scope, findings)
+    reader = _GraphReader(builder, scope, findings, place)
     nodes = {
         node: reader.node(node, spec) for node, spec in builder.nodes.items() if not spec.is_error_handler
     }
@@ -105,12 +125,15 @@ def read_graph(value: Any, *, name: str, source: str | None, scope: str, finding
         for source_node, branches in builder.branches.items()
         if branches
     }
-    return Graph(
+    context_schema = _context_schema(builder, scope, findings)
+    graph = Graph(
         name=name,
         source=source,
         channels=channels,
         input_keys=_schema_keys(builder, builder.input_schema),
         output_keys=_schema_keys(builder, builder.output_schema),
+        context_schema=context_schema,
+        takes_context=getattr(builder, "context_schema", None) is not None,
         nodes=nodes,
         edges=tuple(sorted(builder.edges)),
         joins=tuple(sorted((tuple(sorted(starts)), end) for starts, end in builder.waiting_edges)),
@@ -118,6 +141,16 @@ def read_graph(value: Any, *, name: str, source: str | None, scope: str, finding
         interrupt_before=_interrupt_nodes(compiled, "interrupt_before_nodes", nodes),
         interrupt_after=_interrupt_nodes(compiled, "interrupt_after_nodes", nodes),
     )
+    graph = fold_react_loops(graph)
+    for node in graph.nodes.values():
+        if node.kind is NodeKind.FUNCTION and node.model is not None:
+            findings.add(
+                MODEL_IN_PYTHON,
+                f"node {scope}{node.name!r}",
+                f"it calls a chat model inside its Python ({node.model}); the run's model answers the call, "
+                "but its prompt and tools stay in Python",
+            )
+    return graph
 
 
 def _agent_graph(builder: Any, agent: LlmAgent, channels: tuple[Channel, ...], source: str | None) -> Graph:
@@ -135,6 +168,21 @@ def _agent_graph(builder: Any, agent: LlmAgent, channels: tuple[Channel, ...], s
         routers={},
         agent=agent,
     )
+
+
+def _context_schema(builder: Any, scope: str, findings: Findings) -> str | None:
+    """The import path of the graph's context schema, which builds a run's context as LangGraph does."""
+    schema = getattr(builder, "context_schema", None)
+    if schema is None:
+        return None
+    path, why = import_path(schema)
+    if path is None:
+        findings.add(
+            CONTEXT_SCHEMA,
+            f"graph {scope or ''}context schema {getattr(schema, '__name__', schema)!r}",
+            f"it cannot be imported by path ({why}); nodes get the context as the dict it is given",
+        )
+    return path
 
 
 def _interrupt_nodes(compiled: Any | None, attribute: str, nodes: dict[str, Node]) -> frozenset[str]:
@@ -228,12 +276,13 @@ def _article(word: str) -> str:
 
 
 class _GraphReader:
-    __slots__ = ("builder", "channel_keys", "findings", "scope")
+    __slots__ = ("builder", "channel_keys", "findings", "place", "scope")
 
-    def __init__(self, builder: Any, scope: str, findings: Findings) -> None:
+    def __init__(self, builder: Any, scope: str, findings: Findings, place: ToolNodePlace) -> None:
         self.builder = builder
         self.scope = scope
         self.findings = findings
+        self.place = place
         self.channel_keys = frozenset(builder.channels)
 
     def node(self, name: str, spec: Any) -> Node:
@@ -243,6 +292,16 @@ class _GraphReader:
         runnable = spec.runnable
         if hasattr(runnable, "builder") and hasattr(runnable, "get_graph"):
             return self._subgraph_node(name, runnable, ends, subject)
+        if _is_tool_node(runnable):
+            tools = read_tools(runnable, subject, self.findings)
+            return Node(
+                name=name,
+                kind=NodeKind.TOOLS,
+                tools=tools,
+                tool_node=self.place.locate(name, tools, subject, self.findings),
+                messages_key=getattr(runnable, "_messages_key", "messages"),
+                command_ends=ends,
+            )
         function = runnable_function(runnable)
         if inspect.ismethod(function) and not isinstance(function.__self__, type):
             owner = type(function.__self__).__name__
@@ -257,7 +316,9 @@ class _GraphReader:
         worker = recognize_supervisor_worker(function)
         if worker is not None:
             graph, mode, supervisor = worker
-            agent = recognize_agent(graph, name, f"agent {self.scope}{name!r}", self.findings)
+            agent = recognize_agent(
+                graph, name, f"agent {self.scope}{name!r}", self.findings, where=self.place.inside(name)
+            )
             if agent is not None:
                 agent = dataclasses.replace(agent, reply_mode=mode, supervisor=supervisor)
                 return Node(name=name, kind=NodeKind.AGENT, agent=agent, command_ends=ends)
@@ -267,13 +328,9 @@ class _GraphReader:
             reason = f"its function cannot be imported by path: {why}"
             self.findings.add(NODE_WITHOUT_IMPORT_PATH, subject, reason)
             return Node(name=name, kind=NodeKind.UNSUPPORTED, command_ends=ends, unsupported_reason=reason)
-        injected = sorted(getattr(runnable, "func_accepts", None) or ())
-        if injected:
-            self.findings.add(
-                NODE_NEEDS_CONTEXT,
-                subject,
-                f"it takes {', '.join(injected)}, which LangGraph passes and a PAL playbook call does not",
-            )
+        # LangGraph's own RunnableCallable read the signature: what it passes, the program passes.
+        injected = tuple(sorted(getattr(runnable, "func_accepts", None) or ()))
+        model = model_reference(function)
         if not ends and (_is_bare_command(_return_annotation(function)) or writes_command_goto(function)):
             # `-> Command` (or no annotation) names no destinations: its goto may be any node, or END.
             ends = self._command_ends([*self.builder.nodes, END])
@@ -293,6 +350,9 @@ class _GraphReader:
             parallel_goto=bool(ends) and gotos_several(function),
             goto_combinations=goto_combinations(function),
             asks_human=calls_interrupt(function),
+            injected=injected,
+            reads_context=tuple(reads_run_context(function)),
+            model=model,
         )
 
     def _command_ends(self, ends: Any) -> tuple[str, ...]:
@@ -306,14 +366,20 @@ class _GraphReader:
         )
 
     def _subgraph_node(self, name: str, compiled: Any, ends: tuple[str, ...], subject: str) -> Node:
+        inside = self.place.inside(name)
         agent = recognize_agent(
-            compiled, graph_name(compiled, name), f"agent {self.scope}{name!r}", self.findings
+            compiled, graph_name(compiled, name), f"agent {self.scope}{name!r}", self.findings, where=inside
         )
         if agent is not None:
             return Node(name=name, kind=NodeKind.AGENT, agent=agent, command_ends=ends)
         try:
             subgraph = read_graph(
-                compiled, name=name, source=None, scope=f"{self.scope}{name}/", findings=self.findings
+                compiled,
+                name=name,
+                source=None,
+                scope=f"{self.scope}{name}/",
+                findings=self.findings,
+                place=inside,
             )
         except ImportTargetError as error:
             reason = str(error)
@@ -403,6 +469,12 @@ class _GraphReader:
         if model is None and set(keys) == self.channel_keys:
             return None
         return InputView(keys=None if set(keys) == self.channel_keys else keys, model=model)
+
+
+def _is_tool_node(runnable: Any) -> bool:
+    from langgraph.prebuilt import ToolNode
+
+    return isinstance(runnable, ToolNode)
 
 
 def _is_class_state(schema: Any) -> bool:

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from importers.langgraph.graph_run import Interrupted, graph_run, run_node
+from importers.langgraph.tool_calls import agent_conversation, agent_update, call_tool, run_tool_calls
 from pal_core.errors import PalError
 from runtime.module_path import resolve
 
@@ -55,16 +56,6 @@ class GraphStepError(PalError):
 
 class SchemaError(PalError):
     """The `schema` literal of an imported program is malformed (a user error: the program was edited)."""
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class Interrupted:
-    """What `resume_node` returns when the node asked a question that has no answer yet."""
-
-    value: Any
-    """The value the node passed to `interrupt()`: the question for the human."""
-    id: str
-    """LangGraph's id of the interrupt."""
 
 
 # --- the schema literal --------------------------------------------------------------------------
@@ -515,60 +506,13 @@ def finish_graph(state: dict, schema: dict) -> dict:
 # --- interrupts ----------------------------------------------------------------------------------
 
 
-class _Answers:
-    """The parts of LangGraph's task scratchpad that `interrupt()` reads: the answers so far in order."""
-
-    __slots__ = ("_asked", "resume")
-
-    def __init__(self, answers: list) -> None:
-        self.resume = list(answers)
-        self._asked = 0
-
-    def interrupt_counter(self) -> int:
-        index = self._asked
-        self._asked += 1
-        return index
-
-    def get_null_resume(self, consume: bool = False) -> None:
-        return None
-
-
 async def resume_node(node: str, state: Any, answers: list) -> Any:
     """Run the node function `node` (an import path) with its `interrupt()` calls answered in order from
     `answers`; its update when it finishes, or `Interrupted` at the first question without an answer.
 
-    LangGraph re-runs an interrupted node from its start on every resume, answering its earlier
-    `interrupt()` calls with the earlier answers; this does the same.
+    Programs imported before `run_node` existed call this; it is `run_node` without a graph run.
     """
-    function = _resolve(node, "resume_node")
-    from langchain_core.runnables.config import var_child_runnable_config
-    from langgraph._internal._constants import (
-        CONFIG_KEY_CHECKPOINT_NS,
-        CONFIG_KEY_SCRATCHPAD,
-        CONFIG_KEY_SEND,
-    )
-    from langgraph.errors import GraphInterrupt
-
-    config = {
-        "configurable": {
-            CONFIG_KEY_SCRATCHPAD: _Answers(answers),
-            CONFIG_KEY_SEND: lambda writes: None,
-            CONFIG_KEY_CHECKPOINT_NS: node,
-        }
-    }
-    token = var_child_runnable_config.set(config)
-    try:
-        result = function(state)
-        if inspect.isawaitable(result):
-            result = await result
-    except GraphInterrupt as interrupt:
-        raised = interrupt.args[0][0] if interrupt.args and interrupt.args[0] else None
-        if raised is None:
-            raise GraphStepError(f"node {node!r} raised an interrupt without a value") from interrupt
-        return Interrupted(value=raised.value, id=raised.id)
-    finally:
-        var_child_runnable_config.reset(token)
-    return result
+    return await run_node(node=node, function=node, state=state, answers=list(answers))
 
 
 def is_interrupted(update: Any) -> bool:
@@ -638,10 +582,16 @@ HELPERS: Mapping[str, Callable[..., Any]] = {
     "state_value": state_value,
     "state_view": state_view,
     "finish_graph": finish_graph,
+    "graph_run": graph_run,
+    "run_node": run_node,
     "resume_node": resume_node,
     "is_interrupted": is_interrupted,
     "interrupt_question": interrupt_question,
     "add_answer": add_answer,
+    "call_tool": call_tool,
+    "run_tool_calls": run_tool_calls,
+    "agent_conversation": agent_conversation,
+    "agent_update": agent_update,
     "handoff": handoff,
     "agent_reply": agent_reply,
     "unsupported": unsupported,

@@ -45,6 +45,12 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
         "(what agents say goes to standard error)",
     )
     parser.add_argument(
+        "--context",
+        metavar="JSON",
+        help="with --input: the entry playbook's `context` argument, a JSON object (an imported LangGraph "
+        "graph's run context, as graph.invoke(..., context=...) takes it)",
+    )
+    parser.add_argument(
         "--playbook", metavar="NAME", help="entry playbook for --input (Playbook or Agent.Playbook)"
     )
     parser.add_argument(
@@ -117,6 +123,8 @@ class RunRequest:
     """The playbook to call (with `arguments`)."""
     arguments: Mapping[str, Any] | None = None
     """Call the playbook with these arguments (a thread of calls) instead of running the program."""
+    context: Mapping[str, Any] | None = None
+    """With `arguments`: the playbook's `context` argument (`--context`)."""
     trace: str | None = None
     """Where to write the trace (JSON lines)."""
     quiet: bool = False
@@ -128,6 +136,9 @@ def run_request_of(args: argparse.Namespace) -> RunRequest:
     from runtime.inputs import parse_json_object
     from runtime.program_run import RunLimits
 
+    context = getattr(args, "context", None)
+    if context is not None and args.input is None:
+        raise ValueError("--context goes with --input (the entry call's input and its context)")
     return RunRequest(
         program=args.program,
         limits=RunLimits(
@@ -145,6 +156,7 @@ def run_request_of(args: argparse.Namespace) -> RunRequest:
         model=args.model,
         playbook=args.playbook,
         arguments=None if args.input is None else parse_json_object(args.input, option="--input"),
+        context=None if context is None else parse_json_object(context, option="--context"),
         trace=args.trace,
         quiet=args.quiet,
     )
@@ -249,12 +261,22 @@ async def _messages_to_give(store: Any, request: RunRequest) -> list[str]:
 
 def _entry_call(program: Any, request: RunRequest) -> tuple[str, dict[str, Any]]:
     """(Agent.Playbook, arguments) for --input: the JSON object bound and checked (runtime.inputs)."""
-    from runtime.inputs import bind_input, check_arguments
+    from runtime.inputs import InputError, bind_input, check_arguments
     from runtime.session import resolve_playbook
 
     values = dict(request.arguments or {})
     agent, playbook = resolve_playbook(program, None, request.playbook)
-    arguments = check_arguments(playbook, bind_input(playbook, values), label=f"--input for {playbook.name}")
+    bound = bind_input(playbook, values)
+    label = f"--input for {playbook.name}"
+    if request.context is not None:
+        if not any(parameter.name == "context" for parameter in playbook.parameters):
+            raise InputError(
+                f"--context: {playbook.name} takes no context (parameters: "
+                f"{', '.join(parameter.name for parameter in playbook.parameters) or 'none'})"
+            )
+        bound = {**bound, "context": dict(request.context)}
+        label = f"--input and --context for {playbook.name}"
+    arguments = check_arguments(playbook, bound, label=label)
     return f"{agent.name}.{playbook.name}", arguments
 
 
