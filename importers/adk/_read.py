@@ -37,19 +37,11 @@ from importers.adk._model import (
     Workflow,
 )
 from importers.common.diagnostics import Findings
-from importers.common.pal_types import pal_type
+from importers.common.pal_types import json_schema_type, json_type_name, pal_type
 from importers.common.paths import class_path, import_path
 
 START = "__START__"
 """ADK's name of a workflow's start node."""
-_JSON_TYPES = {
-    "string": "str",
-    "integer": "int",
-    "number": "float",
-    "boolean": "bool",
-    "array": "list",
-    "object": "dict",
-}
 _MODEL_CALLBACKS = ("before_model_callback", "after_model_callback", "on_model_error_callback")
 _TOOL_CALLBACKS = ("before_tool_callback", "after_tool_callback", "on_tool_error_callback")
 _TASK_MODE = "task"
@@ -461,7 +453,7 @@ def _declared_parameters(tool: Any) -> tuple[ToolParameter, ...]:
         return tuple(
             ToolParameter(
                 name=name,
-                type=_json_schema_type(spec),
+                type=json_schema_type(spec),
                 default=spec.get("default") if isinstance(spec, dict) else None,
                 has_default=name not in required,
             )
@@ -473,34 +465,12 @@ def _declared_parameters(tool: Any) -> tuple[ToolParameter, ...]:
     return tuple(
         ToolParameter(
             name=name,
-            type=_JSON_TYPES.get(str(getattr(spec.type, "value", spec.type) or "").lower()),
+            type=json_type_name(getattr(spec.type, "value", spec.type)),
             default=getattr(spec, "default", None),
             has_default=name not in required,
         )
         for name, spec in properties.items()
     )
-
-
-def _json_schema_type(spec: Any) -> str | None:
-    if not isinstance(spec, dict):
-        return None
-    kind = spec.get("type")
-    if isinstance(kind, list):
-        kinds = [item for item in kind if item != "null"]
-        kind = kinds[0] if len(kinds) == 1 else None
-    if kind is None and isinstance(spec.get("anyOf"), list):
-        kinds = [option.get("type") for option in spec["anyOf"] if isinstance(option, dict)]
-        kinds = [item for item in kinds if item and item != "null"]
-        kind = kinds[0] if len(kinds) == 1 else None
-    base = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
-    items = spec.get("items")
-    if (
-        base == "list"
-        and isinstance(items, dict)
-        and _JSON_TYPES.get(items.get("type", "")) not in (None, "list", "dict")
-    ):
-        return f"list[{_JSON_TYPES[items['type']]}]"
-    return base
 
 
 def _takes_context(tool: Any, function: Callable[..., Any]) -> bool:

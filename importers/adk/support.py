@@ -43,6 +43,7 @@ from importers.adk.session import (
     run_node,
     session_events,
 )
+from importers.common.user_input import message_text
 
 _events = session_events
 
@@ -234,15 +235,6 @@ def with_output(session: dict, output: Any = None) -> dict:
 
 
 # --- waits and failures --------------------------------------------------------------------------
-
-
-def message_text(message: Any) -> str:
-    """The text of what the user answered: a reply read with `WaitForMessage` (a list of messages)
-    counts as its last message's content."""
-    if isinstance(message, list) and message:
-        message = message[-1]
-    content = getattr(message, "content", message)
-    return content if isinstance(content, str) else json.dumps(content, default=str)
 
 
 def unsupported(subject: str, reason: str) -> None:

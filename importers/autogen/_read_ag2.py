@@ -10,21 +10,13 @@ speaker gives no reply, or `max_round` messages were said.
 
 from __future__ import annotations
 
-import inspect
-import typing
 from typing import Any
 
-from importers.autogen._diagnostics import (
-    AGENT_FEATURE,
-    GROUP_CHAT_FEATURE,
-    TOOL_WITHOUT_IMPORT_PATH,
-)
-from importers.autogen._model import Member, MemberKind, Policy, Team
-from importers.autogen._read import function_path, pal_names
+from importers.autogen._diagnostics import AGENT_FEATURE, GROUP_CHAT_FEATURE
+from importers.autogen._model import ChatTool, Member, MemberKind, Policy, Team
+from importers.autogen._read import function_path, pal_names, schema_arguments
 from importers.common.diagnostics import Findings
-from importers.common.model import BoundTool
-from importers.common.pal_types import pal_type
-from importers.common.paths import class_path, import_path
+from importers.common.paths import class_path
 
 OUTSIDE = "user"
 """Who says the task when no initiator is named: someone outside the group."""
@@ -84,12 +76,13 @@ def read_group_chat(
             findings.add(GROUP_CHAT_FEATURE, subject, text)
     if getattr(groupchat, "eligibility_policies", None):
         findings.add(GROUP_CHAT_FEATURE, subject, "eligibility_policies are not applied to the candidates")
-    if groupchat.func_call_filter and any(getattr(agent, "function_map", None) for agent in agents):
-        findings.add(
-            GROUP_CHAT_FEATURE,
-            subject,
-            "func_call_filter (pick the agent that can run a suggested function call) is not applied",
-        )
+    if groupchat.func_call_filter:
+        # After a message suggesting calls, ag2 picks among the agents that can execute them.
+        options["executes"] = {
+            str(agent.name): sorted(agent.function_map)
+            for agent in agents
+            if getattr(agent, "function_map", None)
+        }
     return Team(
         name=pal,
         title=str(title),
@@ -149,48 +142,32 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
     llm_config = getattr(agent, "llm_config", False)
     if not llm_config:
         return Member(kind=MemberKind.AG2_PYTHON, **common)
-    custom = [
-        entry["reply_func"].__name__
-        for entry in getattr(agent, "_reply_func_list", [])
-        if getattr(entry.get("reply_func"), "__module__", "").split(".")[0] != "autogen"
-    ]
-    if custom:
+    tools = tuple(
+        ChatTool(
+            name=str(spec["function"]["name"]),
+            description=str(spec["function"].get("description") or ""),
+            arguments=schema_arguments(spec["function"].get("parameters")),
+        )
+        for spec in _llm_setting(llm_config, "tools")
+        if isinstance(spec, dict) and isinstance(spec.get("function"), dict) and spec["function"].get("name")
+    )
+    if _llm_setting(llm_config, "functions"):
         findings.add(
             AGENT_FEATURE,
             where,
-            f"its registered reply functions ({', '.join(custom)}) run only in ag2; the imported agent answers "
-            "through the model",
+            "its llm_config 'functions' (the deprecated function_call form) are not offered to the model; "
+            "register them as tools (register_function, register_for_llm)",
         )
-    tools: list[BoundTool] = []
-    for tool in getattr(agent, "tools", []) or []:
-        read = _tool(tool, where, findings)
-        if read is not None:
-            tools.append(read)
     return Member(
         kind=MemberKind.LLM,
         system_message=str(agent.system_message or "") or None,
-        tools=tuple(tools),
+        tools=tools,
         **common,
     )
 
 
-def _tool(tool: Any, where: str, findings: Findings) -> BoundTool | None:
-    function = getattr(tool, "func", None) or getattr(tool, "_func", None)
-    subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
-    path, why = import_path(function) if callable(function) else (None, "it has no Python function")
-    if path is None:
-        findings.add(TOOL_WITHOUT_IMPORT_PATH, subject, f"its function cannot be imported by path: {why}")
-        return None
-    hints = typing.get_type_hints(function)
-    parameters = tuple(
-        (parameter.name, pal_type(hints.get(parameter.name)))
-        for parameter in inspect.signature(function).parameters.values()
-        if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
-    )
-    return BoundTool(
-        name=str(tool.name),
-        description=str(getattr(tool, "description", "") or ""),
-        path=path,
-        parameters=parameters,
-        returns=pal_type(hints.get("return")),
-    )
+def _llm_setting(llm_config: Any, key: str) -> list[Any]:
+    """`llm_config[key]` as a list (an LLMConfig object or a dict)."""
+    getter = getattr(llm_config, "get", None)
+    value = getter(key) if callable(getter) else getattr(llm_config, key, None)
+    return list(value or [])
