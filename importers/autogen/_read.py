@@ -17,6 +17,7 @@ from importers.autogen._diagnostics import (
     AGENT_EVENTS,
     AGENT_FEATURE,
     FUNCTION_WITHOUT_IMPORT_PATH,
+    GROUP_CHAT_FEATURE,
     MESSAGE_TYPES,
     TERMINATION_NOT_EXPRESSED,
     UNSUPPORTED_PARTICIPANT,
@@ -36,7 +37,27 @@ from importers.common.naming import Namer, camel_case
 from importers.common.pal_types import json_schema_type
 from importers.common.paths import class_path, import_path
 
-_TEXT_TYPES = frozenset({"TextMessage", "HandoffMessage"})
+_TEXT_TYPES = frozenset({"TextMessage", "HandoffMessage", "ToolCallSummaryMessage"})
+_BUILT_IN_MESSAGES = frozenset(
+    {
+        "TextMessage",
+        "HandoffMessage",
+        "ToolCallSummaryMessage",
+        "StopMessage",
+        "MultiModalMessage",
+        "StructuredMessage",
+        "MemoryQueryEvent",
+        "ModelClientStreamingChunkEvent",
+        "ThoughtEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "UserInputRequestedEvent",
+        "SelectSpeakerEvent",
+        "SelectorEvent",
+        "CodeGenerationEvent",
+        "CodeExecutionEvent",
+    }
+)
 
 
 def function_path(function: Any, subject: str, what: str, findings: Findings) -> str | None:
@@ -342,6 +363,17 @@ def read_team(team: Any, *, pal: str, source: str, findings: Findings) -> Team:
         policy = _magentic(team, members)
     else:
         raise TypeError(f"{type(team).__name__} is not a team kind this importer reads")
+    custom = [
+        kind.__name__
+        for kind in getattr(getattr(team, "_message_factory", None), "_message_types", {}).values()
+        if kind.__name__ not in _BUILT_IN_MESSAGES
+    ]
+    if custom:
+        findings.add(
+            MESSAGE_TYPES,
+            subject,
+            f"its custom_message_types ({', '.join(sorted(custom))}) travel in the meeting as their text",
+        )
     termination = read_termination(team._termination_condition, subject, findings)
     _events_matter(members, policy, termination, subject, findings)
     return Team(
@@ -386,6 +418,16 @@ def _events_matter(
 
 
 def _selector(team: Any, subject: str, findings: Findings) -> Policy:
+    from autogen_core.model_context import UnboundedChatCompletionContext
+
+    context = getattr(team, "_model_context", None)
+    if context is not None and type(context) is not UnboundedChatCompletionContext:
+        findings.add(
+            GROUP_CHAT_FEATURE,
+            subject,
+            f"the selector's model context {type(context).__name__} is not applied: the model choosing the next "
+            "speaker is shown the whole conversation",
+        )
     options: dict[str, Any] = {
         "prompt": str(team._selector_prompt),
         "allow_repeated_speaker": bool(team._allow_repeated_speaker),

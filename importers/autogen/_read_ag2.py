@@ -18,6 +18,24 @@ from importers.autogen._read import function_path, pal_names, schema_arguments
 from importers.common.diagnostics import Findings
 from importers.common.paths import class_path
 
+_AUTO_DEFAULTS: dict[str, Any] = {
+    "max_retries_for_selecting_speaker": 2,
+    "select_speaker_auto_verbose": False,
+    "role_for_select_speaker_messages": "system",
+    "select_speaker_auto_llm_config": None,
+    "select_speaker_auto_model_client_cls": None,
+    "select_speaker_transform_messages": None,
+}
+"""ag2's settings of its nested select-speaker chat, with their defaults."""
+_LLM_HOOKS = (
+    "process_last_received_message",
+    "process_all_messages_before_reply",
+    "update_agent_state",
+    "safeguard_llm_inputs",
+    "safeguard_llm_outputs",
+)
+"""Hooks that change what an agent's LLM is shown or answers (the program's model answers instead)."""
+
 OUTSIDE = "user"
 """Who says the task when no initiator is named: someone outside the group."""
 
@@ -74,6 +92,17 @@ def read_group_chat(
     ):
         if getattr(groupchat, flag, False):
             findings.add(GROUP_CHAT_FEATURE, subject, text)
+    if options["method"] == "auto":
+        tuned = [
+            name for name, default in _AUTO_DEFAULTS.items() if getattr(groupchat, name, default) != default
+        ]
+        if tuned:
+            findings.add(
+                GROUP_CHAT_FEATURE,
+                subject,
+                f"the auto speaker selection's {', '.join(tuned)} are not applied: the program asks the run's model "
+                "once (no nested select-speaker chat) and falls back to the next in order",
+            )
     if getattr(groupchat, "eligibility_policies", None):
         findings.add(GROUP_CHAT_FEATURE, subject, "eligibility_policies are not applied to the candidates")
     if groupchat.func_call_filter:
@@ -139,9 +168,28 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
         reason = f"it is a {type(agent).__name__}, not a ConversableAgent"
         findings.add(AGENT_FEATURE, where, reason)
         return Member(kind=MemberKind.UNSUPPORTED, reason=reason, **common)
+    hooks = getattr(agent, "hook_lists", {}) or {}
+    if hooks.get("process_message_before_send"):
+        findings.add(
+            AGENT_FEATURE,
+            where,
+            "its process_message_before_send hooks are not run: the program takes the reply as the agent gives it",
+        )
     llm_config = getattr(agent, "llm_config", False)
     if not llm_config:
         return Member(kind=MemberKind.AG2_PYTHON, **common)
+    changed = [name for name in _LLM_HOOKS if hooks.get(name)]
+    if changed:
+        findings.add(
+            AGENT_FEATURE,
+            where,
+            f"its {', '.join(changed)} hooks change what its LLM is shown or answers; the program's model is shown "
+            "the conversation and the system message as imported",
+        )
+    if _llm_setting(llm_config, "response_format"):
+        findings.add(
+            AGENT_FEATURE, where, "its structured output (response_format) is not checked: the reply is text"
+        )
     tools = tuple(
         ChatTool(
             name=str(spec["function"]["name"]),
@@ -170,4 +218,6 @@ def _llm_setting(llm_config: Any, key: str) -> list[Any]:
     """`llm_config[key]` as a list (an LLMConfig object or a dict)."""
     getter = getattr(llm_config, "get", None)
     value = getter(key) if callable(getter) else getattr(llm_config, key, None)
-    return list(value or [])
+    if value is None or isinstance(value, (list, tuple)):
+        return list(value or [])
+    return [value]

@@ -180,6 +180,35 @@ def test_a_selector_func_that_would_see_tool_call_events_is_named() -> None:
 
 def test_an_agent_that_calls_its_own_model_client_is_named() -> None:
     result = import_target("tests.fixtures.autogen.diagnostic_teams:filtered")
-    # AG108 too: the wrapped AssistantAgent may answer with a tool-call summary or a structured message.
-    assert [item.code for item in result.diagnostics] == ["AG104", "AG108"]
+    # No AG108: a tool-call summary of the wrapped AssistantAgent keeps its type in the transcript.
+    assert [item.code for item in result.diagnostics] == ["AG104"]
     assert "outside PAL's model" in result.diagnostics[0].message
+
+
+def test_the_import_command_takes_the_initiator_of_an_ag2_chat(tmp_path, capsys) -> None:
+    parser = argparse.ArgumentParser()
+    imports.ARGUMENTS["import"](parser)
+    output = tmp_path / "chat.pal"
+    args = parser.parse_args(["autogen", f"{AG2_DOCS}:manager", "--initiator", "Admin", "-o", str(output)])
+    assert imports.HANDLERS["import"](args) == 0
+    assert '$messages:list = [{"source": "Admin", "content": $task}]' in output.read_text(encoding="utf-8")
+    capsys.readouterr()
+    args = parser.parse_args(["autogen", f"{AG2_DOCS}:manager", "--initiator", "Nobody", "-o", str(output)])
+    assert imports.HANDLERS["import"](args) == 1
+    assert "'Nobody' is not an agent of the group chat" in capsys.readouterr().err
+    args = parser.parse_args(["adk", "tests.fixtures.adk.deterministic:sequential", "--initiator", "Admin"])
+    assert imports.HANDLERS["import"](args) == 1
+    assert "--initiator applies to ag2 group chats" in capsys.readouterr().err
+
+
+def test_what_changes_what_a_model_sees_is_named() -> None:
+    result = import_target("tests.fixtures.autogen.diagnostic_teams:short_memory")
+    assert [item.code for item in result.diagnostics] == ["AG104", "AG107"]
+    assert "BufferedChatCompletionContext" in result.diagnostics[0].message
+    assert "selector's model context" in result.diagnostics[1].message
+    result = import_target("tests.fixtures.autogen.diagnostic_teams:ag2_settings")
+    found = [(item.code, item.message.split(":")[0]) for item in result.diagnostics]
+    assert [code for code, _ in found] == ["AG104", "AG104", "AG107"], found
+    assert "process_all_messages_before_reply hooks" in result.diagnostics[0].message
+    assert "process_message_before_send" in result.diagnostics[1].message
+    assert "max_retries_for_selecting_speaker" in result.diagnostics[2].message
