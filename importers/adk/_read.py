@@ -16,12 +16,14 @@ from typing import Any
 from importers import ImportTargetError
 from importers.adk._diagnostics import (
     AGENT_FEATURE,
+    AGENT_INSIDE_TOOL,
     APP_FEATURE,
     LLM_INSIDE_ADK,
     MODEL_CALLBACK,
     NO_SOURCE,
     NODE_FEATURE,
     TOOL_CALLBACK,
+    TOOL_SERVICE,
     UNSUPPORTED_AGENT,
     UNSUPPORTED_TOOL,
 )
@@ -80,11 +82,22 @@ def root_of(value: Any, *, subject: str, findings: Findings) -> Any:
 class TreeReader:
     """Reads one agent tree; `has_source` says whether ADK-run parts can be found again at run time."""
 
-    __slots__ = ("findings", "has_source")
+    __slots__ = ("callbacks", "findings", "has_source")
 
     def __init__(self, findings: Findings, *, has_source: bool) -> None:
         self.findings = findings
         self.has_source = has_source
+        self.callbacks = False
+        """Whether an agent of the tree has agent callbacks (which may rewrite any agent's instruction)."""
+
+    def tree(self, root: Any) -> Agent:
+        """The model of the whole tree under `root`."""
+        self.callbacks = any(
+            getattr(value, f"{when}_agent_callback", None) is not None
+            for value in _tree(root)
+            for when in ("before", "after")
+        )
+        return self.agent(root)
 
     # --- agents ----------------------------------------------------------------------------------
 
@@ -222,7 +235,9 @@ class TreeReader:
             )
 
     def _instruction(self, value: Any, subject: str) -> tuple[str | None, str]:
-        """(template, "") when every part of the instruction is text, else (None, what computes it)."""
+        """(template, "") when the instruction is text the run may keep, else (None, what computes it at run
+        time): an instruction provider, an instruction that agent callbacks of the tree may rewrite, or one
+        holding today's date (computed when the module was imported: the run computes it again)."""
         root = value.root_agent
         parts: list[Any] = []
         if getattr(root, "global_instruction", None):
@@ -232,14 +247,19 @@ class TreeReader:
             parts.append(static if isinstance(static, str) else None)
         if value.instruction:
             parts.append(value.instruction)
-        if all(isinstance(part, str) for part in parts):
+        texts = [part for part in parts if isinstance(part, str)]
+        if len(texts) == len(parts) and not self.callbacks and not _holds_todays_date("\n".join(texts)):
             return "\n\n".join(parts), ""
         if not self.has_source:
-            self._no_source(f"{subject}, field instruction", "instructions computed by a function")
-            return "", ""
+            self._no_source(f"{subject}, field instruction", "instructions computed at run time")
+            return "\n\n".join(texts), ""
         provider = next((part for part in parts if callable(part)), None)
-        where, _ = import_path(provider) if provider is not None else (None, "")
-        return None, f"`{where}`" if where else "a function of the agent"
+        if provider is not None:
+            where, _ = import_path(provider)
+            return None, f"`{where}`" if where else "a function of the agent"
+        if self.callbacks:
+            return None, "the agent as its callbacks leave it"
+        return None, "the agent's module (its text holds the date it was imported on)"
 
     # --- tools -----------------------------------------------------------------------------------
 
@@ -290,6 +310,11 @@ class TreeReader:
                 f"{type(item).__name__} is carried out by the model provider (grounding, search, code "
                 "execution), not by a function PAL can call"
             )
+            if type(item).__name__ in _REQUEST_TOOLS:
+                reason = (
+                    f"{type(item).__name__} adds to the model's request ({_REQUEST_TOOLS[type(item).__name__]}) "
+                    "instead of being called; PAL's model turns are not ADK's requests"
+                )
             self.findings.add(UNSUPPORTED_TOOL, subject, reason)
             return [
                 Tool(
@@ -302,11 +327,15 @@ class TreeReader:
         parameters = _declared_parameters(item)
         long_running = bool(getattr(item, "is_long_running", False))
         function = getattr(item, "func", None) if isinstance(item, FunctionTool) else None
+        self._tool_reach(item, function, subject)
+        always = getattr(item, "_require_confirmation", False) is True
+        confirms = _gated(item)
+        asks_itself = _asks_itself(item, function)
         if (
             function is not None
             and type(item) is FunctionTool
             and not _takes_context(item, function)
-            and not getattr(item, "_require_confirmation", False)
+            and not (confirms or asks_itself)
         ):
             where_path, _ = import_path(function)
             if where_path is not None:
@@ -318,6 +347,7 @@ class TreeReader:
                         parameters=parameters,
                         returns=_return_type(function),
                         function=where_path,
+                        requires_approval=always,
                     )
                 ]
         if not self.has_source:
@@ -337,8 +367,31 @@ class TreeReader:
                 description=str(item.description or ""),
                 parameters=parameters,
                 long_running=long_running,
+                requires_approval=always,
+                confirms=confirms,
+                asks_itself=asks_itself,
             )
         ]
+
+    def _tool_reach(self, tool: Any, function: Any, subject: str) -> None:
+        """ADK111 for a tool that runs agents or models itself, ADK112 for one that needs ADK's services."""
+        ran = _runs_inside(function) if function is not None else []
+        if ran:
+            self.findings.add(
+                AGENT_INSIDE_TOOL,
+                subject,
+                f"its function runs {', '.join(ran)} itself (as AgentTool(...).run_async or a Runner does): that "
+                "runs in ADK with ADK's model, not as PAL turns of the run's model, and the program shows it as "
+                "one tool call",
+            )
+        services = sorted(_SERVICE_TOOLS.get(type(tool).__name__, set()) | _services_used(function, tool))
+        if services:
+            self.findings.add(
+                TOOL_SERVICE,
+                subject,
+                f"it uses ADK's {', '.join(services)}, which the imported program gives each tool call afresh and "
+                "empty (artifacts saved are not kept, memory finds nothing, credentials are not asked for)",
+            )
 
     # --- workflows -------------------------------------------------------------------------------
 
@@ -405,6 +458,126 @@ class TreeReader:
 
 
 # --- helpers -----------------------------------------------------------------------------------------
+
+
+_REQUEST_TOOLS = {
+    "ExampleTool": "few-shot examples",
+    "PreloadMemoryTool": "memories of earlier sessions",
+}
+"""Built-in tools that change the model's request rather than being called, and what they add."""
+_SERVICE_TOOLS = {
+    "LoadMemoryTool": {"memory service"},
+    "PreloadMemoryTool": {"memory service"},
+    "LoadArtifactsTool": {"artifact service"},
+}
+"""Built-in tools that use ADK's services."""
+_SERVICE_CALLS = {
+    "save_artifact": "artifact service",
+    "load_artifact": "artifact service",
+    "list_artifacts": "artifact service",
+    "search_memory": "memory service",
+    "add_session_to_memory": "memory service",
+    "request_credential": "credential service",
+    "get_auth_response": "credential service",
+    "load_credential": "credential service",
+    "save_credential": "credential service",
+}
+"""ToolContext methods that reach ADK's services, and the service each reaches."""
+
+
+def _services_used(function: Any, tool: Any) -> set[str]:
+    """The ADK services a tool's function (or its class's `run_async`) reaches through its ToolContext."""
+    code = getattr(function, "__code__", None)
+    if code is None and not type(tool).__module__.startswith("google.adk."):
+        code = getattr(getattr(type(tool), "run_async", None), "__code__", None)
+    if code is None:
+        return set()
+    names = {name for group in _code_names(code) for name in group}
+    return {service for call, service in _SERVICE_CALLS.items() if call in names}
+
+
+def _runs_inside(function: Any) -> list[str]:
+    """What a tool function runs itself: agents and AgentTools it names (`'db_agent'`), ADK Runners, model
+    clients (google.genai, litellm, openai, anthropic), found among the globals and closure its code uses."""
+    from google.adk.agents import BaseAgent
+    from google.adk.tools.agent_tool import AgentTool
+
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    if code is None:
+        return []
+    names = {name for group in _code_names(code) for name in group}
+    scope = dict(getattr(inspect.unwrap(function), "__globals__", {}))
+    for name, cell in zip(
+        code.co_freevars, getattr(inspect.unwrap(function), "__closure__", None) or (), strict=False
+    ):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    found: list[str] = []
+    for name in sorted(names):
+        value = scope.get(name)
+        if isinstance(value, BaseAgent):
+            found.append(f"agent {value.name!r}")
+        elif isinstance(value, AgentTool):
+            found.append(f"agent {value.agent.name!r}")
+        elif isinstance(value, type) and value.__name__ in ("Runner", "InMemoryRunner", "AgentTool"):
+            found.append(f"ADK's {value.__name__}")
+        elif _is_model_client(value):
+            found.append(f"the model client {name!r}")
+    return list(dict.fromkeys(found))
+
+
+def _is_model_client(value: Any) -> bool:
+    """A module, client object or function of a model API (a tool calling a model directly)."""
+    if (
+        value is None
+        or inspect.isclass(value)
+        or isinstance(value, (str, bytes, int, float, dict, list, tuple))
+    ):
+        return False
+    if inspect.ismodule(value):
+        module = value.__name__
+    elif inspect.isfunction(value) or inspect.isbuiltin(value):
+        module = getattr(value, "__module__", None)
+    else:
+        module = type(value).__module__
+    if not isinstance(module, str):
+        return False
+    return module.split(".")[0] in ("litellm", "openai", "anthropic") or module in (
+        "google.genai",
+        "google.genai.client",
+    )
+
+
+def _tree(value: Any) -> list[Any]:
+    """`value` and every agent and node under it (sub-agents, AgentTool agents, workflow nodes)."""
+    from importers.adk.session import children
+
+    found = [value]
+    for child in children(value):
+        found.extend(_tree(child))
+    return found
+
+
+def _holds_todays_date(text: str) -> bool:
+    """Whether `text` holds today's date as a program computing it at import time writes it."""
+    import datetime
+
+    today = datetime.date.today()
+    forms = {
+        today.isoformat(),
+        today.strftime("%m/%d/%Y"),
+        today.strftime("%d/%m/%Y"),
+        today.strftime("%d.%m.%Y"),
+        today.strftime("%B %d, %Y"),
+        today.strftime("%B %-d, %Y"),
+        today.strftime("%d %B %Y"),
+        today.strftime("%-d %B %Y"),
+        today.strftime("%b %d, %Y"),
+        today.strftime("%b %-d, %Y"),
+    }
+    return any(form in text for form in forms)
 
 
 def _runs_like(value: Any, base: type) -> bool:
@@ -481,6 +654,27 @@ def _takes_context(tool: Any, function: Callable[..., Any]) -> bool:
         return True
     name = getattr(tool, "_context_param_name", "tool_context")
     return name in parameters or "tool_context" in parameters
+
+
+def _gated(tool: Any) -> bool:
+    """Whether ADK's confirmation gate decides per call whether the user confirms: a `require_confirmation`
+    function, or a tool class with its own `check_require_confirmation`."""
+    from google.adk.tools.base_tool import BaseTool
+    from google.adk.tools.function_tool import FunctionTool
+
+    if callable(getattr(tool, "_require_confirmation", None)):
+        return True
+    check = type(tool).check_require_confirmation
+    return check not in (BaseTool.check_require_confirmation, FunctionTool.check_require_confirmation)
+
+
+def _asks_itself(tool: Any, function: Any) -> bool:
+    """Whether a tool asks for confirmation itself: its function (or its class's `run_async`) calls
+    `request_confirmation`."""
+    code = getattr(function, "__code__", None)
+    if code is None and not type(tool).__module__.startswith("google.adk."):
+        code = getattr(getattr(type(tool), "run_async", None), "__code__", None)
+    return code is not None and any("request_confirmation" in names for names in _code_names(code))
 
 
 def _return_type(function: Any) -> str | None:

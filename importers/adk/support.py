@@ -39,6 +39,7 @@ from importers.adk.session import (
     call_tool,
     instruction,
     record_event,
+    resume_tools,
     run_agent,
     run_node,
     session_events,
@@ -263,6 +264,7 @@ HELPERS: Mapping[str, Callable[..., Any]] = {
     "agent_callback": agent_callback,
     "instruction": instruction,
     "call_tool": call_tool,
+    "resume_tools": resume_tools,
     "run_node": run_node,
 }
 """Every helper the importer may bind a playbook to, by function name."""
