@@ -221,20 +221,18 @@ RUNS = (
 async def _run_example(program: Program, replies: list[str], *, grammar: bool) -> dict[str, float]:
     """One end-to-end run of an example on the runtime; figures from its trace."""
     from runtime.humans import ScriptedHuman
-    from runtime.local.hooks import turn_examples
     from runtime.models import resolve_model
     from runtime.program_run import ProgramRun, RunLimits
     from runtime.trace import Tracer
 
     tracer = Tracer()
-    options = {} if grammar else {"grammar": lambda *_: None, "examples": turn_examples}
+    model = resolve_model("local/smollm2")
     run = ProgramRun(
         program,
-        model=resolve_model("local/smollm2"),
+        model=model if grammar else _without_grammar(model),
         human=ScriptedHuman(replies),
         tracer=tracer,
         limits=RunLimits(seed=7, max_model_calls=12, max_retries=2),
-        **options,
     )
     start = time.perf_counter()
     result = await run.run()
@@ -255,6 +253,45 @@ async def _run_example(program: Program, replies: list[str], *, grammar: bool) -
         "retries": len(rejected),
         "seconds": elapsed,
     }
+
+
+def _examples_only_class() -> type:
+    from runtime.local.shaping import GrammarShaping
+    from runtime.models.base import Model, TurnShape
+
+    class ExamplesOnly(GrammarShaping):
+        """The bundled model's example answers without its grammar."""
+
+        def shape(self, turn):  # type: ignore[no-untyped-def]
+            return TurnShape(examples=super().shape(turn).examples)
+
+        def trigger_check(self, triggers):  # type: ignore[no-untyped-def]
+            return TurnShape()
+
+    class Unconstrained(Model):
+        """The bundled model asked without grammars (its example answers still in the prompt)."""
+
+        def __init__(self, inner: Model) -> None:
+            self.inner = inner
+
+        @property
+        def name(self) -> str:
+            return self.inner.name
+
+        async def prepare(self) -> None:
+            await self.inner.prepare()
+
+        def turn_shaping(self):  # type: ignore[no-untyped-def]
+            return ExamplesOnly()
+
+        async def complete(self, request):  # type: ignore[no-untyped-def]
+            return await self.inner.complete(request)
+
+    return Unconstrained
+
+
+def _without_grammar(model):  # type: ignore[no-untyped-def]
+    return _examples_only_class()(model)
 
 
 def end_to_end() -> None:
@@ -314,14 +351,16 @@ def _record(name: str, replies: list[str]) -> list[Turn]:
     model = resolve_model("local/smollm2")
     recorded: list[Turn] = []
 
-    class Recording:
+    from runtime.models.base import Model
+
+    class Recording(Model):
         name = model.name
 
         async def prepare(self) -> None:
             await model.prepare()
 
-        def sends_grammar(self) -> bool:
-            return model.sends_grammar()
+        def turn_shaping(self):  # type: ignore[no-untyped-def]
+            return model.turn_shaping()
 
         async def complete(self, request):  # type: ignore[no-untyped-def]
             recorded.append(

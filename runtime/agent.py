@@ -21,6 +21,7 @@ from runtime.state import AgentState
 if TYPE_CHECKING:
     from runtime.program_run import ProgramRun
     from runtime.remote import RemoteConnection
+    from runtime.services import RunServices
 
 
 @dataclass(slots=True)
@@ -32,7 +33,9 @@ class AgentInstance:
     ir: Agent
     """The agent class from the program."""
     run: ProgramRun
-    """The run it belongs to."""
+    """The run it belongs to (its lifecycle)."""
+    services: RunServices
+    """What its playbooks need from the run (given to every Execution of this agent)."""
     state: AgentState = field(default_factory=AgentState)
     """Variables, artifacts, session log."""
     inbox: AsyncMessageQueue = field(init=False)
@@ -54,7 +57,7 @@ class AgentInstance:
 
     def __post_init__(self) -> None:
         self.inbox = AsyncMessageQueue(f"inbox of {self.klass} {self.id}")
-        self.state.variables.limits = self.run.value_limits
+        self.state.variables.limits = self.services.value_limits
         self.playbooks = {playbook.name: playbook for playbook in self.ir.playbooks}
 
     @property
@@ -74,7 +77,7 @@ class AgentInstance:
         cached = self._flows.get(playbook.name)
         if cached is None or cached.playbook is not playbook:
             try:
-                check_playbook_depth(playbook, owner=self.klass, source=self.run.program.source)
+                check_playbook_depth(playbook, owner=self.klass, source=self.services.program.source)
             except PalError as error:  # a program built in code, not read from text (which refuses it)
                 raise ProgramError(str(error)) from None
             cached = PlaybookFlow(playbook)
@@ -99,10 +102,10 @@ class AgentInstance:
 
     def load_python(self, namespace: dict[str, Any]) -> None:
         """Load the agent's python blocks, named modules and `python:` bindings."""
-        source = self.run.program.source or "<program>"
+        source = self.services.program.source or "<program>"
         if self.ir.python_blocks:
             # A block's own imports are looked up like bound modules (runtime.module_path).
-            use_module_folders(self.run.program.source)
+            use_module_folders(self.services.program.source)
         for index, code in enumerate(self.ir.python_blocks):
             functions = load_block(
                 code,
@@ -114,7 +117,7 @@ class AgentInstance:
         modules = self.ir.metadata.extra.get("python_modules") or []
         if isinstance(modules, str):
             modules = [modules]
-        program_file = self.run.program.source
+        program_file = self.services.program.source
         for module_path in modules:
             self._add_functions(load_module_playbooks(str(module_path), program_file=program_file))
         for playbook in self.ir.playbooks:

@@ -58,11 +58,11 @@ async def _load_artifact(execution: Execution, bound: dict[str, Any]) -> Any:
 
 async def _create_agent(execution: Execution, bound: dict[str, Any]) -> str:
     klass = str(bound["agent_class"]).strip()
-    agent = execution.run.agent_class(klass)
+    agent = execution.services.program.agent(klass)
     if agent is None:
-        known = ", ".join(candidate.name for candidate in execution.run.program.agents)
+        known = ", ".join(candidate.name for candidate in execution.services.program.agents)
         raise CallError(f"CreateAgent: the program has no agent class {klass!r} (classes: {known})")
-    instance = await execution.run.spawn_instance(agent, name=bound.get("name"))
+    instance = await execution.services.agents.spawn_instance(agent, name=bound.get("name"))
     return instance.spec
 
 
@@ -77,7 +77,7 @@ async def _invite_to_meeting(execution: Execution, bound: dict[str, Any]) -> str
     for attendee in attendees:
         spec = await attendee_spec(execution, str(attendee))
         if spec is not None:
-            await execution.run.meetings.invite(meeting_id, execution.agent.id, spec)
+            await execution.services.meetings.invite(meeting_id, execution.agent.id, spec)
             invited.append(spec)
     return f"invited {', '.join(invited) or 'nobody'} to meeting {meeting_id}"
 
@@ -93,7 +93,7 @@ async def _end_meeting(execution: Execution, bound: dict[str, Any]) -> str:
     meeting_id = execution.current_meeting()
     if meeting_id is None:
         raise CallError("EndMeeting() outside a meeting")
-    await execution.run.meetings.end_meeting(meeting_id, execution.agent.id, reason="EndMeeting()")
+    await execution.services.meetings.end_meeting(meeting_id, execution.agent.id, reason="EndMeeting()")
     return f"meeting {meeting_id} ended"
 
 
@@ -102,7 +102,7 @@ async def _end_program(execution: Execution, bound: dict[str, Any]) -> None:
 
 
 async def _loadfile(execution: Execution, bound: dict[str, Any]) -> str:
-    base = execution.run.program_folder
+    base = execution.services.program_folder
     path = Path(str(bound["path"]))
     resolved = (base / path).resolve() if not path.is_absolute() else path.resolve()
     if not resolved.is_relative_to(base.resolve()):

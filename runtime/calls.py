@@ -79,7 +79,7 @@ async def invoke_call(execution: Execution, call: Call) -> Any:
         declared = call.result.type or variables.type_of(call.result.name)
         value = coerce(result, declared, variables.limits)
         variables.set(call.result.name, value, call.result.type)
-        execution.run.trace(
+        execution.services.trace(
             execution.agent,
             "assign",
             changed={call.result.name: value},

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 from pal_core.ir import Program
-from runtime.agent import AgentInstance
 from runtime.humans import HumanInput, NoHuman
 from runtime.loader import load
 from runtime.models.base import Model
@@ -59,19 +58,13 @@ CLOSE_TIMEOUT = 30.0
 
 
 class _EmbeddedRun(ProgramRun):
-    """A long-lived ProgramRun (each call brings its own budget) that skips building trace events when
-    nobody reads them."""
+    """A long-lived ProgramRun (each call brings its own budget) that builds no trace events when nobody
+    reads them."""
 
     long_lived = True
 
     def __init__(self, *args: Any, keep_trace: bool, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._keep_trace = keep_trace
-        self.tracing = keep_trace
-
-    def trace(self, agent: AgentInstance | None, event: str, **fields: Any) -> None:
-        if self._keep_trace:
-            super().trace(agent, event, **fields)
+        super().__init__(*args, tracing=keep_trace, **kwargs)
 
 
 # --- sync calls ------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from runtime.values import NotEvaluable, coerce, evaluate
 
 if TYPE_CHECKING:
     from runtime.agent import AgentInstance
-    from runtime.program_run import ProgramRun
+    from runtime.services import RunServices
 
 MAX_CALL_DEPTH = 50
 """Playbook calls nested in one chain (a call inside a call ...): deeper is a playbook calling itself
@@ -48,7 +48,8 @@ class Execution:
 
     def __init__(self, agent: AgentInstance, *, meeting_id: str | None = None) -> None:
         self.agent = agent
-        self.run: ProgramRun = agent.run
+        self.services: RunServices = agent.services
+        """What the run gives its playbooks (runtime.services)."""
         self.stack = CallStack()
         self.base_meeting_id = meeting_id
 
@@ -63,7 +64,7 @@ class Execution:
             return True
         agent_name, dot, playbook_name = name.rpartition(".")
         if dot:
-            target = self.run.agent_class(agent_name)
+            target = self.services.program.agent(agent_name)
             if target is None:
                 return False
             playbook = target.playbook(playbook_name)
@@ -111,26 +112,25 @@ class Execution:
 
     async def _execute(self, playbook: Playbook, args: list[Any], kwargs: dict[str, Any]) -> Any:
         # Values from outside (an MCP client, a caller's Python, a model) meet the size budgets at the door.
-        limits = self.run.value_limits
+        services = self.services
+        limits = services.value_limits
         for index, value in enumerate(args):
             check_value(value, limits, f"argument {index + 1} of {playbook.name}")
         for name, value in kwargs.items():
             check_value(value, limits, f"argument {name} of {playbook.name}")
-        if self.run.tracing:  # the details cost more than a Python playbook call; skip them unread
-            self.run.trace(
+        trace = services.trace
+        if trace.enabled:  # the details cost more than a Python playbook call; skip them unread
+            trace(
                 self.agent, "call", playbook=playbook.name, detail=_describe_call(playbook.name, args, kwargs)
             )
         touch_call()  # a playbook called from inside a Python call: that call reached back into the run
         if playbook.kind is PlaybookKind.PYTHON or playbook.kind is PlaybookKind.REMOTE:
             invoke = self._call_python if playbook.kind is PlaybookKind.PYTHON else self._call_remote
-            journal = self.run.journal
-            if journal is None:
-                result = await invoke(playbook, args, kwargs)
-            else:  # a durable run commits the result before anyone sees it, or replays it from the log
-                arguments = {**{str(index): value for index, value in enumerate(args)}, **kwargs}
-                result = await journal.call(
-                    self.agent, playbook, arguments, lambda: invoke(playbook, args, kwargs)
-                )
+            # A durable run commits the result before anyone sees it, or replays it from the log.
+            arguments = {**{str(index): value for index, value in enumerate(args)}, **kwargs}
+            result = await services.recorder.call(
+                self.agent, playbook, arguments, lambda: invoke(playbook, args, kwargs)
+            )
         elif playbook.metadata.meeting and self.current_meeting() is None:
             from runtime.meetings import run_meeting_as_owner
 
@@ -140,14 +140,14 @@ class Execution:
 
             result = await run_markdown(self, playbook, args, kwargs)
         check_value(result, limits, f"the result of {playbook.name}")
-        if self.run.tracing:
-            self.run.trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
+        if trace.enabled:
+            trace(self.agent, "return", playbook=playbook.name, detail=_short(result))
         return result
 
     async def _call_other_agent(
         self, agent_name: str, playbook_name: str, args: list[Any], kwargs: dict[str, Any]
     ) -> Any:
-        target = await self.run.agent_instance(agent_name)
+        target = await self.services.agents.agent_instance(agent_name)
         if target is None:
             raise CallError(f"there is no agent {agent_name} to call {agent_name}.{playbook_name}")
         playbook = target.playbooks.get(playbook_name)
@@ -218,7 +218,7 @@ class Execution:
             spec, targets = meeting_receiver(self, target.strip().strip("\"'"))
         else:
             spec = self._receiver_spec(target)
-        registry = self.run.registry
+        registry = self.services.registry
         stream = await registry.open_stream(self.agent.id, spec)
         if stream.is_streaming:
             # Text to a human streams; a model's whole answer is already here, so it goes in word pieces.
@@ -228,9 +228,9 @@ class Execution:
         else:
             await stream.complete(text, target_agent_ids=targets)
         if spec == "human":
-            self.run.messages_to_user.append(text)
+            self.services.transcript.append(text)
         self.agent.state.session_log.add(f"{self.agent.klass} said to {spec}: {text}")
-        self.run.trace(self.agent, "message", detail=f"to {spec}: {_short(text)}")
+        self.services.trace(self.agent, "message", detail=f"to {spec}: {_short(text)}")
 
     def _receiver_spec(self, target: str) -> str:
         cleaned = target.strip().strip("\"'")
@@ -244,19 +244,19 @@ class Execution:
             return f"meeting {meeting}"
         if lowered.startswith(("meeting ", "agent ")):
             return cleaned
-        instance = self.run.instance_by_class(cleaned)
+        instance = self.services.agents.instance_by_class(cleaned)
         if instance is not None:
             return instance.spec
         return cleaned
 
     async def wait_for_user(self) -> str:
         """Ask the run's human for input addressed to this agent; record it; return the text."""
-        text = await self.run.request_user_input(self.agent)
+        text = await self.services.request_user_input(self.agent)
         if text is None:
             raise InputExhausted(
                 "the program is waiting for user input and none is left", agent=self.agent.klass
             )
-        await self.run.registry.route_message("human", self.agent.spec, text)
+        await self.services.registry.route_message("human", self.agent.spec, text)
         messages = await self.agent.inbox.get_batch(lambda message: message.sender_id == "human", timeout=5)
         self.receive(messages)
         return text
@@ -283,7 +283,7 @@ class Execution:
                 return message.sender_id == lowered.split(" ", 1)[1]
             return message.sender_klass == source.strip()
 
-        messages = await self.run.read_messages(
+        messages = await self.services.read_messages(
             self.agent, lambda: self.agent.inbox.get_batch(matches, timeout=timeout), matches
         )
         self.receive(messages)
@@ -297,7 +297,7 @@ class Execution:
             self.agent.state.session_log.add(
                 f"{message.sender_klass} ({message.sender_id}){where} said: {message.content}"
             )
-            self.run.trace(
+            self.services.trace(
                 self.agent, "message", detail=f"from {message.sender_id}: {_short(message.content)}"
             )
 
@@ -306,19 +306,20 @@ class Execution:
         MEETING_ENDED ends the wait, and an attendee's wait then raises MeetingOver."""
         from pal_core.messaging import wait_for_meeting_messages
 
-        messages = await self.run.read_messages(
+        services = self.services
+        messages = await services.read_messages(
             self.agent,
             lambda: wait_for_meeting_messages(
                 self.agent.inbox,
                 meeting_id,
                 self.agent.id,
                 names=(self.agent.klass,),
-                timeouts=self.run.meeting_timeouts,
+                timeouts=services.meeting_timeouts,
             ),
             lambda message: message.meeting_id == meeting_id,
         )
         self.receive(messages)
-        if self.meeting_ended(meeting_id) and self.run.meetings.meeting(meeting_id).owner_id != self.agent.id:
+        if self.meeting_ended(meeting_id) and services.meetings.meeting(meeting_id).owner_id != self.agent.id:
             raise MeetingOver(meeting_id)
         return messages
 

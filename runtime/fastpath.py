@@ -125,7 +125,7 @@ def _done(
 ) -> None:
     frame.last_line = step.line
     frame.line = next_line
-    execution.run.trace(
+    execution.services.trace(
         execution.agent,
         "step",
         playbook=frame.playbook.name,

@@ -19,6 +19,7 @@ from runtime.control import Control
 from runtime.errors import BudgetExceeded, MeetingOver, ProgramExit, RunError
 from runtime.models.base import ChatMessage, ModelRequest, RequestKind
 from runtime.state import Frame
+from runtime.triggers import check_message_triggers
 from runtime.turns import model_turn
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ async def run_markdown(
 
 
 async def _loop(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Any:
-    budget = execution.run.current_budget()
+    budget = execution.services.budget()
     agent = execution.agent.klass
     while True:
         if frame.line == END:
@@ -88,7 +89,7 @@ async def _handle(execution: Execution, frame: Frame, control: Control) -> bool:
         return False
     if kind is YieldKind.USER:
         await execution.wait_for_user()
-        await execution.run.check_message_triggers(execution)
+        await check_message_triggers(execution)
         return False
     if kind is YieldKind.RETURN:
         return True
@@ -120,7 +121,7 @@ async def run_pending_triggers(execution: Execution) -> None:
     agent = execution.agent
     while agent.pending_triggers:
         name = agent.pending_triggers.pop(0)
-        execution.run.trace(agent, "trigger", playbook=name, detail="condition became true")
+        execution.services.trace(agent, "trigger", playbook=name, detail="condition became true")
         await invoke_call(execution, Call(name=name))
 
 
@@ -130,12 +131,12 @@ async def run_raw(execution: Execution, playbook: Playbook) -> str:
     request = ModelRequest(
         kind=RequestKind.RAW,
         messages=(ChatMessage(role="user", content=text),),
-        max_tokens=execution.run.limits.max_answer_tokens,
-        temperature=execution.run.limits.temperature,
-        seed=execution.run.limits.seed,
+        max_tokens=execution.services.limits.max_answer_tokens,
+        temperature=execution.services.limits.temperature,
+        seed=execution.services.limits.seed,
         metadata={"agent": execution.agent.klass, "playbook": playbook.name, "mode": "raw"},
     )
-    _, response = await execution.run.call_model(request, execution.agent)
+    _, response = await execution.services.call_model(request, execution.agent)
     return response.text.strip()
 
 

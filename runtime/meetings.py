@@ -29,7 +29,7 @@ async def run_meeting_as_owner(
     from runtime.execution import Execution as _Execution
     from runtime.interpreter import run_markdown
 
-    run = execution.run
+    services = execution.services
     bound = execution.bind_parameters(playbook, args, kwargs)
     topic = str(bound.get("topic") or playbook.description.split("\n", 1)[0] or playbook.name)
     required = list(playbook.metadata.required_attendees)
@@ -43,21 +43,21 @@ async def run_meeting_as_owner(
     required_specs = [await attendee_spec(execution, name) for name in required]
     optional_specs = [await attendee_spec(execution, name) for name in optional]
     try:
-        meeting = await run.meetings.create_meeting(
+        meeting = await services.meetings.create_meeting(
             execution.agent.id,
             required_attendees=[spec for spec in required_specs if spec],
             optional_attendees=[spec for spec in optional_specs if spec],
             topic=topic,
             playbook_name=playbook.name,
         )
-        run.trace(
+        services.trace(
             execution.agent,
             "meeting",
             playbook=playbook.name,
             detail=f"meeting {meeting.id} created: {topic}",
         )
-        await run.meetings.wait_for_required_attendees(
-            meeting.id, timeout=run.limits.meeting_attendance_timeout
+        await services.meetings.wait_for_required_attendees(
+            meeting.id, timeout=services.limits.meeting_attendance_timeout
         )
     except MessagingError as error:
         raise RunError(
@@ -72,8 +72,12 @@ async def run_meeting_as_owner(
         return await run_markdown(inner, playbook, args, kwargs)
     finally:
         with contextlib.suppress(MessagingError):  # already ended by a shutdown
-            await run.meetings.end_meeting(meeting.id, execution.agent.id, reason=f"{playbook.name} finished")
-        run.trace(execution.agent, "meeting", playbook=playbook.name, detail=f"meeting {meeting.id} ended")
+            await services.meetings.end_meeting(
+                meeting.id, execution.agent.id, reason=f"{playbook.name} finished"
+            )
+        services.trace(
+            execution.agent, "meeting", playbook=playbook.name, detail=f"meeting {meeting.id} ended"
+        )
 
 
 async def attendee_spec(execution: Execution, name: str) -> str | None:
@@ -84,7 +88,7 @@ async def attendee_spec(execution: Execution, name: str) -> str | None:
         return "human"
     if lowered.startswith("agent "):
         return cleaned
-    instance = await execution.run.agent_instance(cleaned)
+    instance = await execution.services.agents.agent_instance(cleaned)
     if instance is None:
         raise CallError(f"meeting attendee {cleaned!r} is not an agent of this program")
     return instance.spec
@@ -120,10 +124,10 @@ def meeting_receiver(execution: Execution, text: str) -> tuple[str, tuple[str, .
 def _target_id(execution: Execution, name: str) -> str:
     if name.lower() in ("human", "user"):
         return "human"
-    run = execution.run
-    if name in run.instances:
+    services = execution.services
+    if name in services.agents.instances:
         return name
-    instance = run.instance_by_class(name)
+    instance = services.agents.instance_by_class(name)
     if instance is None:
         raise CallError(f"@{name} is not an agent of this program")
     return instance.id
@@ -137,7 +141,7 @@ async def wait_in_meeting(execution: Execution, source: str) -> list[Message]:
     if meeting_id is None:
         raise CallError('WaitForMessage("meeting") outside a meeting')
     try:
-        execution.run.meetings.meeting(meeting_id)
+        execution.services.meetings.meeting(meeting_id)
     except MessagingError as error:
         raise CallError(f"WaitForMessage({source!r}): {error}") from None
     return await execution.wait_for_meeting(meeting_id)
@@ -155,28 +159,28 @@ async def join_meeting_by_id(execution: Execution, meeting_id: str, playbook_nam
     returns the playbook's result, or None when the agent has no such playbook (it declines)."""
     from runtime.interpreter import run_markdown
 
-    run = execution.run
+    services = execution.services
     try:
-        meeting = run.meetings.meeting(meeting_id)
+        meeting = services.meetings.meeting(meeting_id)
     except MessagingError as error:
         raise CallError(f"no meeting {meeting_id} to join: {error}") from None
     name = playbook_name or meeting.playbook_name
     playbook = execution.agent.playbooks.get(name) if name else None
     if playbook is None:
-        await run.meetings.reject_invitation(
+        await services.meetings.reject_invitation(
             meeting_id, execution.agent.id, reason=f"{execution.agent.klass} has no playbook {name}"
         )
         return None
-    await run.meetings.accept_invitation(meeting_id, execution.agent.id)
+    await services.meetings.accept_invitation(meeting_id, execution.agent.id)
     execution.agent.state.joined_meetings.add(meeting_id)
-    run.trace(execution.agent, "meeting", playbook=playbook.name, detail=f"joined meeting {meeting_id}")
+    services.trace(execution.agent, "meeting", playbook=playbook.name, detail=f"joined meeting {meeting_id}")
     arguments = {}
     names = {parameter.name for parameter in playbook.parameters}
     if "topic" in names:
         arguments["topic"] = meeting.topic
     if "attendees" in names:
         arguments["attendees"] = [
-            run.registry.participant(member).klass for member in (meeting.owner_id, *meeting.invitations)
+            services.registry.participant(member).klass for member in (meeting.owner_id, *meeting.invitations)
         ]
     from runtime.execution import Execution as _Execution
 

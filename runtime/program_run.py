@@ -11,13 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pal_core.errors import PalError
-from pal_core.flow import PlaybookFlow
 from pal_core.ir import Agent, Program
 from pal_core.messaging import (
     DEFAULT_MEETING_TIMEOUTS,
@@ -36,17 +35,14 @@ from runtime.budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, Budget, curre
 from runtime.errors import BudgetExceeded, InputExhausted, ProgramError, ProgramExit, RunError
 from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
-from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse, RequestKind
+from runtime.models.base import Model, ModelError, with_capabilities
 from runtime.models.limits import check_timeout
+from runtime.recorder import NO_RECORDER, Recorder
 from runtime.remote import RemoteOpener, open_remote, remote_playbooks
-from runtime.state import Frame
+from runtime.services import RunServices, RunTrace, UserChannel
 from runtime.trace import Tracer
 from runtime.triggers import TriggerWatcher, check_message_triggers
 from runtime.value_limits import DEFAULT_VALUE_LIMITS, ValueLimits
-
-if TYPE_CHECKING:
-    from pal_core.contract.verify import VerifiedTurn
-    from runtime.session.journal import Journal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,7 +129,9 @@ class RunResult:
 
 
 class ProgramRun:
-    """One run of a program."""
+    """One run of a program: its lifecycle (start, agent instances, their tasks, how it finishes, shutdown).
+    What the code running in it needs (the model, limits, messaging, the recorder, the trace, ...) is its
+    `services` (runtime.services.RunServices), given to every agent instance it creates."""
 
     long_lived = False
     """A run that answers calls for a long time (an MCP server, an embedded playbook): each call brings a
@@ -150,18 +148,17 @@ class ProgramRun:
         tracer: Tracer | None = None,
         observers: tuple[StreamObserver, ...] = (),
         meeting_timeouts: MeetingTimeouts = DEFAULT_MEETING_TIMEOUTS,
-        grammar: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
-        examples: Callable[[Execution, Frame, PlaybookFlow], str | None] | None = None,
         remote_connector: RemoteOpener | None = None,
+        recorder: Recorder | None = None,
+        tracing: bool = True,
     ) -> None:
+        """`model` answers the turns the runtime cannot execute alone (a Model, or an object with only `name`
+        and `complete`); `recorder` records the run (a durable run's journal); `tracing=False` builds no trace
+        events at all (an embedded playbook nobody traces)."""
         self.program = program
-        self.model = model
+        self.model: Model | None = with_capabilities(model) if model is not None else None
         self.limits = limits = limits or RunLimits()
-        self.human: HumanInput = human or NoHuman()
         self.tracer = tracer or Tracer()
-        self.tracing = True
-        """Whether trace events are kept (a run embedded without a tracer turns it off)."""
-        self.meeting_timeouts = meeting_timeouts
         self.value_limits = limits.value_limits
         """The value-size budgets (from `limits`)."""
         self.budget = Budget(limits, owner=self, clock=not self.long_lived)
@@ -174,14 +171,6 @@ class ProgramRun:
             self.registry.add_stream_observer(observer)
         self.instances: dict[str, AgentInstance] = {}
         self._next_id = 1000
-        if grammar is None and examples is None and _takes_grammar(model):
-            # A model that decodes under a grammar (the bundled local model) gets the per-turn grammar
-            # and example turns built from the program; others get the plain prompt.
-            from runtime.local.hooks import turn_examples, turn_grammar
-
-            grammar, examples = turn_grammar, turn_examples
-        self._grammar = grammar
-        self._examples = examples
         self._open_remote = remote_connector or open_remote
         self._tasks: list[asyncio.Task[None]] = []
         self._finished = asyncio.Event()
@@ -192,9 +181,46 @@ class ProgramRun:
         self._driving = False
         self._creating: dict[str, asyncio.Future[AgentInstance]] = {}
         self.messages_to_user: list[str] = []
-        self.journal: Journal | None = None
-        """The checkpoints of a durable run (runtime.session): what the run commits before acting on it,
-        and answers from the log while a resumed run replays; None for a run nobody records."""
+        self.recorder: Recorder = recorder or NO_RECORDER
+        """Who records the run (runtime.recorder): a durable run's journal commits what the run takes in
+        before acting on it, and answers a resumed run from its log; by default nobody."""
+        self.recorder.watch(self.instances)
+        self.services = RunServices(
+            program=program,
+            model=self.model,
+            # A model that decodes under a grammar (the bundled local model) shapes its turns.
+            shaping=self.model.turn_shaping() if self.model is not None else None,
+            limits=limits,
+            value_limits=self.value_limits,
+            registry=self.registry,
+            meetings=self.meetings,
+            meeting_timeouts=meeting_timeouts,
+            agents=self,
+            recorder=self.recorder,
+            user=UserChannel(human or NoHuman(), self.recorder),
+            trace=RunTrace(self.tracer, enabled=tracing),
+            transcript=self.messages_to_user,
+            budget=self.current_budget,
+        )
+        """What the code running in this run needs (given to every agent instance)."""
+
+    @property
+    def human(self) -> HumanInput:
+        """Who answers when an agent waits for the user (a session may swap it between calls)."""
+        return self.services.user.human
+
+    @human.setter
+    def human(self, human: HumanInput) -> None:
+        self.services.user.human = human
+
+    @property
+    def tracing(self) -> bool:
+        """Whether trace events are built."""
+        return self.services.trace.enabled
+
+    @property
+    def meeting_timeouts(self) -> MeetingTimeouts:
+        return self.services.meeting_timeouts
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -203,10 +229,9 @@ class ProgramRun:
         if self._started:
             return
         self._started = True
-        prepare = getattr(self.model, "prepare", None)
-        if prepare is not None:
+        if self.model is not None:
             # Slow imports (litellm, a local model file) happen here, not inside the first call's timeout.
-            await prepare()
+            await self.model.prepare()
         self.registry.register(HumanParticipant(inbox=self.human_inbox))
         for agent in self.program.agents:
             if (agent.metadata.startup_mode or "default") != "standby":
@@ -214,7 +239,7 @@ class ProgramRun:
 
     async def create_instance(self, agent: Agent) -> AgentInstance:
         """A new instance of an agent class: id, inbox, Python code, remote tools."""
-        instance = AgentInstance(id=str(self._next_id), ir=agent, run=self)
+        instance = AgentInstance(id=str(self._next_id), ir=agent, run=self, services=self.services)
         self._next_id += 1
         self.instances[instance.id] = instance
         self.registry.register(instance.participant())
@@ -238,7 +263,7 @@ class ProgramRun:
     @property
     def program_folder(self) -> Path:
         """The folder of the program's file (the current directory for a program built in memory)."""
-        return Path(self.program.source).resolve().parent if self.program.source else Path.cwd()
+        return self.services.program_folder
 
     async def _connect_remote(self, instance: AgentInstance) -> None:
         try:
@@ -339,6 +364,7 @@ class ProgramRun:
         execution = Execution(instance)
         meetings = self.meetings
         joined = instance.state.joined_meetings
+        services = self.services
 
         def for_the_loop(message: Message) -> bool:
             # Messages of a meeting the agent is in belong to the playbook running it (the owner's meeting
@@ -349,7 +375,7 @@ class ProgramRun:
         while True:
             if not instance.inbox.peek(for_the_loop):
                 self._set_idle(instance.id)
-            messages = await self.read_messages(
+            messages = await services.read_messages(
                 instance, lambda: instance.inbox.get_batch(for_the_loop), for_the_loop
             )
             self._busy.add(instance.id)
@@ -387,8 +413,7 @@ class ProgramRun:
         self._finished.set()
         if status == "error":
             self._failed.set()
-            if self.journal is not None:
-                self.journal.freeze(reason, error)  # what agents do while the run unwinds is not recorded
+            self.recorder.freeze(reason, error)  # what agents do while the run unwinds is not recorded
 
     def _finish_result(self, status: str, reason: str, error: BaseException | None = None) -> RunResult:
         result = RunResult(
@@ -420,7 +445,7 @@ class ProgramRun:
             await self.registry.shutdown()
         self.tracer.close()
 
-    # --- agents ----------------------------------------------------------------------------------
+    # --- agents (runtime.services.AgentDirectory) ------------------------------------------------
 
     def agent_class(self, name: str) -> Agent | None:
         return self.program.agent(name)
@@ -480,93 +505,6 @@ class ProgramRun:
         except ProgramExit as stop:
             self._finish("exit", stop.reason)
 
-    # --- model, user, trace ----------------------------------------------------------------------
-
-    async def call_model(self, request: ModelRequest, agent: AgentInstance) -> tuple[int, ModelResponse]:
-        """Ask the run's model; return (call id, response). RunError when no model is configured.
-
-        In a durable run, an answer the thread's log holds is returned from it (call id 0, no model call);
-        a live answer to anything but a playbook turn is committed here (a turn's answer is committed by
-        `checkpoint_answer` once the verifier has judged it)."""
-        journal = self.journal
-        if journal is not None:
-            recorded = journal.replay_answer(agent, request)
-            if recorded is not None:
-                self.trace(
-                    agent,
-                    "model_call",
-                    playbook=str(request.metadata.get("playbook", "")) or None,
-                    line=str(request.metadata.get("line", "")) or None,
-                    model_call=0,
-                    detail=f"replayed from thread {journal.thread_id}",
-                )
-                return 0, recorded
-        if self.model is None:
-            raise RunError(
-                "this step needs a model and none is configured; pass --model (or set PAL_MODEL)",
-                agent=agent.klass,
-                playbook=str(request.metadata.get("playbook", "")) or None,
-                line=str(request.metadata.get("line", "")) or None,
-            )
-        limiter = self.current_budget().limiter
-        response = await limiter.complete(self.model, request)
-        call_id = limiter.calls
-        self.trace(
-            agent,
-            "model_call",
-            playbook=str(request.metadata.get("playbook", "")) or None,
-            line=str(request.metadata.get("line", "")) or None,
-            model_call=call_id,
-            tokens={"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens},
-            detail=f"{response.model}: {len(response.text)} characters",
-        )
-        if journal is not None and request.kind is not RequestKind.TURN:
-            await journal.commit_answer(agent, request, response)
-        return call_id, response
-
-    async def checkpoint_answer(
-        self,
-        agent: AgentInstance,
-        request: ModelRequest,
-        response: ModelResponse,
-        *,
-        turn: VerifiedTurn | None = None,
-        problems: list[str] | None = None,
-    ) -> None:
-        """Commit a playbook turn's answer with the verifier's verdict (the accepted `turn`, or the broken
-        rules) before any of it is applied; nothing for a run nobody records."""
-        if self.journal is not None:
-            await self.journal.commit_answer(agent, request, response, turn=turn, problems=problems)
-
-    async def request_user_input(self, agent: AgentInstance) -> str | None:
-        """The user's next message to `agent` (None when nobody answers); a durable run commits the wait
-        first and the answer before returning it, and a resumed one takes it from the log."""
-        self.trace(agent, "yield", detail="waiting for user input")
-        with self.current_budget().waiting_for_user():
-            if self.journal is not None:
-                return await self.journal.user_input(agent, lambda: self.human.read(agent.klass))
-            return await self.human.read(agent.klass)
-
-    def user_reachable(self, agent: AgentInstance) -> bool:
-        """Whether asking the user something (an approval) can get an answer: a human who can still answer,
-        or an answer the resumed run's log already holds."""
-        if self.journal is not None and self.journal.has_recorded(agent, "input"):
-            return True
-        return self.human.interactive
-
-    async def read_messages(
-        self,
-        agent: AgentInstance,
-        take: Callable[[], Coroutine[Any, Any, list[Message]]],
-        accepts: Callable[[Message], bool],
-    ) -> list[Message]:
-        """The next batch of messages `agent` reads (`take()` takes it from its inbox); a durable run commits
-        it before the agent acts on it, and a resumed one reads exactly the recorded batch (`accepts` is
-        the reader's own filter)."""
-        if self.journal is None:
-            return await take()
-        return await self.journal.deliveries(agent, take, accepts)
-
     # --- budgets ---------------------------------------------------------------------------------
 
     def current_budget(self) -> Budget:
@@ -577,32 +515,5 @@ class ProgramRun:
         """A fresh budget of the run's limits for one call: `async with run.new_budget().bound(): ...`."""
         return Budget(self.limits, owner=self)
 
-    async def check_message_triggers(self, execution: Execution) -> None:
-        await check_message_triggers(execution)
-
-    def grammar_for(self, execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
-        return self._grammar(execution, frame, flow) if self._grammar is not None else None
-
-    def trigger_check_grammar(self, triggers: tuple[str, ...]) -> str | None:
-        """The grammar of a trigger check, for a run whose model decodes under grammars (else None)."""
-        if self._grammar is None:
-            return None
-        from runtime.local.grammar import trigger_check_grammar
-
-        return trigger_check_grammar(triggers)
-
-    def examples_for(self, execution: Execution, frame: Frame, flow: PlaybookFlow) -> str | None:
-        return self._examples(execution, frame, flow) if self._examples is not None else None
-
     def trace(self, agent: AgentInstance | None, event: str, **fields: Any) -> None:
-        self.tracer.emit(
-            event=event,
-            agent=agent.klass if agent is not None else "",
-            agent_id=agent.id if agent is not None else "",
-            **fields,
-        )
-
-
-def _takes_grammar(model: Model | None) -> bool:
-    sends_grammar = getattr(model, "sends_grammar", None)
-    return callable(sends_grammar) and bool(sends_grammar())
+        self.services.trace(agent, event, **fields)

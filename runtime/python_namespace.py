@@ -62,7 +62,7 @@ def namespace_for(instance: AgentInstance) -> dict[str, Any]:
     namespace: dict[str, Any] = {"agent": AgentView(instance)}
     for name in instance.playbooks:
         namespace[name] = _PlaybookProxy(instance, name)
-    for other in instance.run.program.agents:
+    for other in instance.services.program.agents:
         if other.name != instance.klass and other.name.isidentifier():
             namespace[other.name] = _AgentProxy(instance, other.name)
     return namespace

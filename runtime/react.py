@@ -29,7 +29,7 @@ see the results and answer again. When done, write `Return[<value>]` and `yld re
 
 
 async def react_loop(execution: Execution, playbook: Playbook) -> Any:
-    run = execution.run
+    services = execution.services
     variables = execution.agent.state.variables
     callables = (
         ", ".join(sorted(name for name in execution.agent.playbooks if name != playbook.name)) or "none"
@@ -45,25 +45,25 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
         ),
     ]
     failures = 0
-    for _ in range(run.limits.max_react_rounds):
+    for _ in range(services.limits.max_react_rounds):
         request = ModelRequest(
             kind=RequestKind.REACT,
             messages=tuple(messages),
-            max_tokens=run.limits.max_answer_tokens,
-            temperature=run.limits.temperature,
-            seed=run.limits.seed,
+            max_tokens=services.limits.max_answer_tokens,
+            temperature=services.limits.temperature,
+            seed=services.limits.seed,
             metadata={"agent": execution.agent.klass, "playbook": playbook.name, "mode": "react"},
         )
-        call_id, response = await run.call_model(request, execution.agent)
+        call_id, response = await services.call_model(request, execution.agent)
         text = response.text
         try:
             calls, updates, returned, yield_kind = _check(execution, parse_answer(text))
         except (ContractSyntaxError, _Rejected) as error:
             failures += 1
-            run.trace(
+            services.trace(
                 execution.agent, "violation", playbook=playbook.name, model_call=call_id, detail=str(error)
             )
-            if failures > run.limits.max_retries:
+            if failures > services.limits.max_retries:
                 raise RunError(
                     f"the model broke the react contract: {error}",
                     agent=execution.agent.klass,
@@ -94,7 +94,7 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
             ChatMessage(role="user", content="\n".join(results) or "No calls were made."),
         ]
     raise RunError(
-        f"react playbook did not return within {run.limits.max_react_rounds} rounds",
+        f"react playbook did not return within {services.limits.max_react_rounds} rounds",
         agent=execution.agent.klass,
         playbook=playbook.name,
     )
@@ -108,7 +108,7 @@ def _requires_approval(execution: Execution, name: str) -> bool:
     """Whether a call of `name` waits for a human's approval (`requires_approval: true`), as at a step."""
     agent_name, dot, playbook_name = name.rpartition(".")
     if dot:
-        target = execution.run.agent_class(agent_name)
+        target = execution.services.program.agent(agent_name)
         found = target.playbook(playbook_name) if target is not None else None
     else:
         found = execution.agent.playbooks.get(name)

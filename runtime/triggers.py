@@ -94,9 +94,11 @@ def model_triggers(instance: AgentInstance) -> list[tuple[Playbook, Trigger]]:
 async def check_message_triggers(execution: Execution) -> None:
     """Ask the model whether the agent's new messages fire a trigger; run the playbooks that fire."""
     instance = execution.agent
+    services = execution.services
     candidates = model_triggers(instance)
-    if not candidates or not instance.unread or execution.run.model is None:
+    if not candidates or not instance.unread or services.model is None:
         return
+    shaping = services.shaping
     known = {f"{playbook.name}:{trigger.id}:{trigger.code}": playbook for playbook, trigger in candidates}
     listing = "\n".join(
         f'- `Trigger["{ref}"]` {playbook.name}: {trigger.text}'
@@ -110,19 +112,19 @@ async def check_message_triggers(execution: Execution) -> None:
     )
     request = ModelRequest(
         kind=RequestKind.TRIGGERS,
-        grammar=execution.run.trigger_check_grammar(tuple(known)),
+        grammar=shaping.trigger_check(tuple(known)).grammar if shaping is not None else None,
         messages=(ChatMessage(role="user", content=prompt),),
         max_tokens=64,
-        temperature=execution.run.limits.temperature,
-        seed=execution.run.limits.seed,
+        temperature=execution.services.limits.temperature,
+        seed=execution.services.limits.seed,
         metadata={"agent": instance.klass, "mode": "triggers"},
     )
-    call_id, response = await execution.run.call_model(request, instance)
+    call_id, response = await execution.services.call_model(request, instance)
     text = response.text
     try:
         answer = parse_answer(text)
     except ContractSyntaxError as error:
-        execution.run.trace(
+        execution.services.trace(
             instance, "violation", model_call=call_id, detail=f"trigger check: {error.message}"
         )
         return
@@ -130,7 +132,11 @@ async def check_message_triggers(execution: Execution) -> None:
     for ref in fired:
         playbook = known.get(str(ref))
         if playbook is None:
-            execution.run.trace(instance, "violation", model_call=call_id, detail=f"unknown trigger {ref}")
+            execution.services.trace(
+                instance, "violation", model_call=call_id, detail=f"unknown trigger {ref}"
+            )
             continue
-        execution.run.trace(instance, "trigger", playbook=playbook.name, model_call=call_id, detail=str(ref))
+        execution.services.trace(
+            instance, "trigger", playbook=playbook.name, model_call=call_id, detail=str(ref)
+        )
         await invoke_call(execution, Call(name=playbook.name))

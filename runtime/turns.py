@@ -18,7 +18,7 @@ from pal_core.values import SPEECH_CALLS
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import RunError
-from runtime.models.base import ChatMessage, ModelRequest
+from runtime.models.base import ChatMessage, ModelRequest, TurnShape
 from runtime.prompt import build_messages, retry_message
 from runtime.value_limits import ValueTooLarge, check_value
 from runtime.values import coerce
@@ -31,16 +31,16 @@ if TYPE_CHECKING:
 def turn_context(execution: Execution, frame: Frame, flow: PlaybookFlow) -> TurnContext:
     """Where execution stands, as the verifier, the prompt and the local grammar all read it: built by the
     same pal_core function `pal check-turn` uses, from what the run knows live (the agent's playbooks with
-    remote tools listed, the variables that exist and their values)."""
+    remote tools listed, the variables that exist and their values, the messages the turn brings)."""
     agent = execution.agent
     variables = agent.state.variables
     others = {
         instance.klass: list(instance.playbooks.values())
-        for instance in execution.run.instances.values()
+        for instance in execution.services.agents.instances.values()
         if instance.klass != agent.klass
     }
     return describe_turn(
-        execution.run.program,
+        execution.services.program,
         agent.ir,
         frame.playbook,
         frame.line,
@@ -51,32 +51,35 @@ def turn_context(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Turn
         values=variables.snapshot(),
         declared_types=variables.types,
         in_meeting=frame.meeting_id is not None,
+        heard=[message.content for message in agent.unread],
     )
 
 
 async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Control:
     """Ask the model to continue the frame; apply the verified answer; return how it yields."""
-    run = execution.run
+    services = execution.services
+    # The one description of this turn: the prompt, the model's shaping and the verifier all read it.
     context = turn_context(execution, frame, flow)
-    grammar = run.grammar_for(execution, frame, flow)
+    shape = services.shaping.shape(context) if services.shaping is not None else TurnShape()
+    grammar = shape.grammar
     messages = build_messages(
         execution,
         frame,
         context=context,
-        examples=run.examples_for(execution, frame, flow),
+        examples=shape.examples,
         under_grammar=grammar is not None,  # the grammar enforces the rules the full prompt spells out
     )
     attempts = 0
     while True:
         request = ModelRequest(
             messages=tuple(messages),
-            max_tokens=run.limits.max_answer_tokens,
-            temperature=run.limits.temperature,
-            seed=run.limits.seed,
+            max_tokens=services.limits.max_answer_tokens,
+            temperature=services.limits.temperature,
+            seed=services.limits.seed,
             grammar=grammar,
             metadata={"agent": execution.agent.klass, "playbook": frame.playbook.name, "line": frame.line},
         )
-        call_id, response = await run.call_model(request, execution.agent)
+        call_id, response = await services.call_model(request, execution.agent)
         text = response.text
         try:
             turn = verify_answer(execution, context, text)
@@ -86,9 +89,9 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             problems = [violation.format() for violation in error.violations]
         else:
             # Committed (in a durable run) before anything of it is applied.
-            await run.checkpoint_answer(execution.agent, request, response, turn=turn)
+            await services.checkpoint_answer(execution.agent, request, response, turn=turn)
             for repaired in turn.repairs:
-                run.trace(
+                services.trace(
                     execution.agent,
                     "repair",
                     playbook=frame.playbook.name,
@@ -100,8 +103,8 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             tokens = {"prompt": response.usage.prompt_tokens, "completion": response.usage.completion_tokens}
             return await apply_turn(execution, frame, flow, turn, call_id, tokens)
         attempts += 1
-        await run.checkpoint_answer(execution.agent, request, response, problems=problems)
-        run.trace(
+        await services.checkpoint_answer(execution.agent, request, response, problems=problems)
+        services.trace(
             execution.agent,
             "violation",
             playbook=frame.playbook.name,
@@ -109,7 +112,7 @@ async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> 
             model_call=call_id,
             detail="; ".join(problems),
         )
-        if attempts > run.limits.max_retries:
+        if attempts > services.limits.max_retries:
             raise RunError(
                 f"the model broke the contract {attempts} times in a row; last: {'; '.join(problems)}",
                 agent=execution.agent.klass,
@@ -171,7 +174,7 @@ async def apply_turn(
     tokens: dict[str, int] | None = None,
 ) -> Control:
     """Apply a verified turn in the order the model wrote it."""
-    run = execution.run
+    services = execution.services
     agent = execution.agent
     variables = agent.state.variables
     returned: Any = None
@@ -184,7 +187,7 @@ async def apply_turn(
             step = action.step
             for line in action.implied:
                 implied = flow.by_line[line]
-                run.trace(
+                services.trace(
                     agent,
                     "step",
                     playbook=frame.playbook.name,
@@ -193,7 +196,7 @@ async def apply_turn(
                     model_call=call_id,
                     detail="implied: left unwritten on the way to " + step.line,
                 )
-            run.trace(
+            services.trace(
                 agent,
                 "step",
                 playbook=frame.playbook.name,
@@ -224,7 +227,7 @@ async def apply_turn(
             variables.set(action.name, value)
             if index not in owned and action.name != "__":
                 # Var lines before the first step (what the model read from the user's reply, say).
-                run.trace(
+                services.trace(
                     agent,
                     "assign",
                     playbook=frame.playbook.name,
@@ -238,7 +241,7 @@ async def apply_turn(
         elif isinstance(action, TriggerAction):
             written = {call.name for call in action.calls}
             for ref in action.fired:
-                run.trace(agent, "trigger", playbook=ref.playbook, detail=str(ref), model_call=call_id)
+                services.trace(agent, "trigger", playbook=ref.playbook, detail=str(ref), model_call=call_id)
                 if ref.playbook not in written:
                     frame.queued.append(Call(name=ref.playbook))
             frame.queued.extend(action.calls)  # the calls the triggers make, with their arguments
@@ -289,11 +292,11 @@ async def ask_approval(
     """Ask the run's human whether a call the model makes on its own may run (`requires_approval: true`),
     at `line` of `playbook` (a react playbook has no lines). The question and the answer go into the trace;
     a run with no human to ask refuses."""
-    run = execution.run
+    services = execution.services
     agent = execution.agent
     shown = f"{call.name}({', '.join(argument.text for argument in call.arguments)})"
-    if not run.user_reachable(agent):
-        run.trace(
+    if not services.user.reachable(agent):
+        services.trace(
             agent,
             "approval",
             playbook=playbook,
@@ -308,9 +311,9 @@ async def ask_approval(
     await execution.say(
         "user", f"The model wants to run {shown}, which needs your approval. Allow it? (yes/no)"
     )
-    answer = await run.request_user_input(agent)
+    answer = await services.request_user_input(agent)
     approved = answer is not None and answer.strip().lower() in ("y", "yes", "ok", "approve", "allow")
-    run.trace(
+    services.trace(
         agent,
         "approval",
         playbook=playbook,

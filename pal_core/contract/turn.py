@@ -94,6 +94,8 @@ class TurnContext:
     """Whether the running frame is in a meeting (yld meeting is then always allowed)."""
     known_agents: frozenset[str] = frozenset()
     """The program's agent classes (a yld may wait for one: `yld agent Host`)."""
+    heard: tuple[str, ...] = ()
+    """The text of the messages the turn brings (the user's reply, say), oldest first."""
 
     def callee(self, name: str) -> Callee | None:
         """What `name` calls, or None when it is not callable from here."""
@@ -127,13 +129,15 @@ def describe_turn(
     values: Mapping[str, JsonValue] | None = None,
     declared_types: Mapping[str, str] | None = None,
     in_meeting: bool = False,
+    heard: Iterable[str] = (),
 ) -> TurnContext:
     """The TurnContext of `playbook` of `agent` at `line`.
 
     `playbooks` are the agent's playbooks as running (remote tools included once listed; default: the
     program's); `other_playbooks` the same for other agents by class name. `variables` are the variables
     that exist (default: every variable the agent names, see `agent_variables`); `declared_types` the
-    types declared anywhere in the agent (default: from the program)."""
+    types declared anywhere in the agent (default: from the program); `heard` the text of the messages the
+    turn brings."""
     own = list(playbooks) if playbooks is not None else list(agent.playbooks)
     named = agent_variables(agent)
     known = dict(variables) if variables is not None else dict(named)
@@ -181,6 +185,7 @@ def describe_turn(
         triggers=triggers,
         in_meeting=in_meeting,
         known_agents=frozenset(other.name for other in program.agents),
+        heard=tuple(heard),
     )
 
 

@@ -111,9 +111,37 @@ class ModelResponse:
     """Token counts."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnShape:
+    """How one turn's request is shaped for a model that takes it."""
+
+    grammar: str | None = None
+    """A GBNF grammar the answer must match (None: unconstrained)."""
+    examples: str | None = None
+    """Example answers of this turn's kind, built from the program, for the prompt (None: none)."""
+
+
+class TurnShaping(Protocol):
+    """What a model that decodes under a grammar (the bundled local model) makes of each turn: its grammar
+    and example answers, from the one description of the turn (pal_core.contract.turn) the verifier reads."""
+
+    def shape(self, turn: Any) -> TurnShape:
+        """The shape of a turn, given its description: a `TurnContext` (numbered steps, with the messages it
+        brings), a react round or a meeting's speaker choice (pal_core.contract.turn)."""
+        ...
+
+    def trigger_check(self, triggers: tuple[str, ...]) -> TurnShape:
+        """The shape of a trigger check over the triggers named `Playbook:T1:CND`."""
+        ...
+
+
 @runtime_checkable
 class Model(Protocol):
-    """Anything that can answer a ModelRequest."""
+    """Anything that can answer a ModelRequest, and what it can do besides answering.
+
+    `name` and `complete` are what every model implements. The capabilities have defaults here: a class that
+    subclasses Model inherits them, and an object with only `name` and `complete` is taken as a model without
+    them (`with_capabilities`)."""
 
     @property
     def name(self) -> str:
@@ -123,6 +151,59 @@ class Model(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Answer one request. Raise ModelError (or a subclass) on failure."""
         ...
+
+    async def prepare(self) -> None:
+        """Do the slow setup now (imports, loading a file, checking a key), before the run's first call, so
+        the first call's time (and its timeout) is its own. ModelNotAvailable when the model cannot work."""
+        return None
+
+    def turn_shaping(self) -> TurnShaping | None:
+        """How this model wants its turns shaped (a grammar and example answers per turn), or None for the
+        plain prompt. The bundled local model shapes its turns; remote APIs take none."""
+        return None
+
+    def resume_thread(self, answered: int) -> None:
+        """A durable run resumes a thread whose log already holds `answered` answers, replayed rather than
+        asked: a model that answers from a script goes on from there. Others ignore it."""
+        return None
+
+
+class _Answering(Protocol):
+    """The least a model implements."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+class _WithoutCapabilities(Model):
+    """A model object that implements only `name` and `complete`, with the default capabilities."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: _Answering) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        return await self.inner.complete(request)
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+
+def with_capabilities(model: Any) -> Model:
+    """`model` as a Model with every capability: itself when it has them all; an object with only `name` and
+    `complete` gets the defaults. TypeError for anything else."""
+    if isinstance(model, Model):
+        return model
+    if callable(getattr(model, "complete", None)) and hasattr(model, "name"):
+        return _WithoutCapabilities(model)
+    raise TypeError(f"a model has a `name` and an async `complete(request)`; {type(model).__name__} has not")
 
 
 class ModelError(PalError):

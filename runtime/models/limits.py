@@ -10,7 +10,7 @@ import asyncio
 import math
 from dataclasses import dataclass
 
-from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse
+from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse, TurnShaping, with_capabilities
 
 
 class ModelTimeout(ModelError):
@@ -123,11 +123,12 @@ class CallLimiter:
         return LimitedModel(model, self)
 
 
-class LimitedModel:
-    """A Model that answers through a CallLimiter; made by `CallLimiter.wrap`."""
+class LimitedModel(Model):
+    """A Model that answers through a CallLimiter; made by `CallLimiter.wrap`. Its capabilities are the
+    inner model's."""
 
     def __init__(self, inner: Model, limiter: CallLimiter) -> None:
-        self.inner = inner
+        self.inner = with_capabilities(inner)
         """The model that answers."""
         self.limiter = limiter
         """The limiter every call goes through."""
@@ -140,6 +141,15 @@ class LimitedModel:
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Ask the inner model through the limiter."""
         return await self.limiter.complete(self.inner, request)
+
+    async def prepare(self) -> None:
+        await self.inner.prepare()
+
+    def turn_shaping(self) -> TurnShaping | None:
+        return self.inner.turn_shaping()
+
+    def resume_thread(self, answered: int) -> None:
+        self.inner.resume_thread(answered)
 
     def __repr__(self) -> str:
         return f"LimitedModel({self.inner!r}, limits={self.limiter.limits!r})"

@@ -25,7 +25,15 @@ from types import ModuleType
 from typing import Any
 
 from pal_core.errors import PalError
-from runtime.models.base import ModelError, ModelNotAvailable, ModelRequest, ModelResponse, Usage
+from runtime.models.base import (
+    Model,
+    ModelError,
+    ModelNotAvailable,
+    ModelRequest,
+    ModelResponse,
+    TurnShaping,
+    Usage,
+)
 from runtime.models.limits import ModelTimeout, check_timeout
 
 INSTALL_HINT = "pip install 'pal-bridge[llm]'"
@@ -186,7 +194,7 @@ def _install_provider(litellm: ModuleType, prefix: str) -> None:
         _installed.add(prefix)
 
 
-class LiteLLMModel:
+class LiteLLMModel(Model):
     """A model reached through `litellm.acompletion`.
 
     `timeout` bounds each call (ModelTimeout past it). `extra` is passed to litellm as is: `api_base`,
@@ -272,6 +280,15 @@ class LiteLLMModel:
             return self.pass_grammar
         provider = _providers.get(self.provider or "")
         return provider is not None and provider.accepts_grammar
+
+    def turn_shaping(self) -> TurnShaping | None:
+        """A model whose provider takes grammars (a llama.cpp server behind `openai/...` with
+        `pass_grammar=True`) gets the turn grammars and example answers the bundled model gets."""
+        if not self.sends_grammar():
+            return None
+        from runtime.local.shaping import GrammarShaping
+
+        return GrammarShaping()
 
     def arguments(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments `litellm.acompletion` gets for `request`."""

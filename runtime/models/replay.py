@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from runtime.models.base import Model, ModelError, ModelNotAvailable, ModelRequest, ModelResponse, Usage
+from runtime.models.base import (
+    Model,
+    ModelError,
+    ModelNotAvailable,
+    ModelRequest,
+    ModelResponse,
+    TurnShaping,
+    Usage,
+    with_capabilities,
+)
 
 ReplayMode = Literal["replay", "record", "auto"]
 """`replay`: answer only from the cassette. `record`: ask the inner model and append every answer.
@@ -144,7 +153,7 @@ def _read(file: Path) -> _CassetteContents:
     return _CassetteContents(records=tuple(records), intact_bytes=intact, needs_newline=needs_newline)
 
 
-class ReplayModel:
+class ReplayModel(Model):
     """A model answering from a JSONL cassette, recording the answers of `inner` into it when asked to.
 
     `mode="replay"` never calls a model and raises ModelNotAvailable for a prompt with no recorded answer;
@@ -172,7 +181,7 @@ class ReplayModel:
         """The cassette file."""
         self.mode: ReplayMode = mode
         """How answers are found; see the class docstring."""
-        self.inner = inner
+        self.inner = with_capabilities(inner) if inner is not None else None
         """The model that answers what is not recorded (record and auto modes)."""
         self._name = name if name is not None else f"replay:{self.cassette}"
         if mode == "replay" and not self.cassette.exists():
@@ -210,9 +219,12 @@ class ReplayModel:
     async def prepare(self) -> None:
         """In `record` mode, which asks the inner model every time, prepare it now (a litellm model checks
         its provider and API key); in the other modes the cassette may answer everything."""
-        prepare = getattr(self.inner, "prepare", None) if self.mode == "record" else None
-        if prepare is not None:
-            await prepare()
+        if self.mode == "record" and self.inner is not None:
+            await self.inner.prepare()
+
+    def turn_shaping(self) -> TurnShaping | None:
+        """The inner model's: the requests recorded are the ones it was asked (None without one)."""
+        return self.inner.turn_shaping() if self.inner is not None else None
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The recorded answer to `request`, or the inner model's answer, recorded."""

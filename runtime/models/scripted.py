@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime.models.base import ModelError, ModelRequest, ModelResponse, RequestKind
+from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse, RequestKind, TurnShaping
 
 AnswerFunction = Callable[[ModelRequest], "str | Awaitable[str]"]
 """A function that answers a request, plain or async."""
@@ -33,15 +33,21 @@ class ScriptedAnswer:
     """The request kind it answers."""
 
 
-class ScriptedModel:
+class ScriptedModel(Model):
     """Answers in order from a list of strings, or by calling a function with each request.
 
     With a list, call n gets answer n; one call more than there are answers raises ModelError naming how
     many answers there were and showing the end of the prompt, so a failing test shows where it stopped.
+    With `shaping`, its requests are shaped as that model's would be (the bundled model's grammar and example
+    turns: `ScriptedModel(answers, shaping=local_turn_shaping())`), so a script can stand in for it.
     """
 
     def __init__(
-        self, answers: Sequence[str | ScriptedAnswer] | AnswerFunction, *, name: str = "scripted"
+        self,
+        answers: Sequence[str | ScriptedAnswer] | AnswerFunction,
+        *,
+        name: str = "scripted",
+        shaping: TurnShaping | None = None,
     ) -> None:
         if isinstance(answers, str | bytes):
             raise TypeError(
@@ -71,6 +77,7 @@ class ScriptedModel:
                 f"ScriptedModel takes a list of answers or a function, not a {type(answers).__name__}"
             )
         self._name = name
+        self._shaping = shaping
         self._requests: list[ModelRequest] = []
         self._offset = 0
 
@@ -122,6 +129,10 @@ class ScriptedModel:
         if self._function is not None:
             return None
         return max(len(self._answers) - len(self._requests) - self._offset, 0)
+
+    def turn_shaping(self) -> TurnShaping | None:
+        """The shaping given at construction (None: plain prompts)."""
+        return self._shaping
 
     def resume_thread(self, answered: int) -> None:
         """A durable run resumes a thread whose log already holds `answered` answers (replayed from the log,

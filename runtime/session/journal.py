@@ -47,7 +47,6 @@ from . import codec
 if TYPE_CHECKING:
     from pal_core.messaging import Message
     from runtime.agent import AgentInstance
-    from runtime.program_run import ProgramRun
 
 logger = logging.getLogger(__name__)
 
@@ -115,15 +114,17 @@ def readable(value: Any) -> Any:
 
 
 class Journal:
-    """The committer and replayer of one thread, owned by the run that executes it."""
+    """The committer and replayer of one thread: the recorder (runtime.recorder.Recorder) of the run that
+    executes it."""
 
     def __init__(self, store: Store, thread_id: str, entries: Iterable[Entry], *, last: int) -> None:
         self.store = store
         self.thread_id = thread_id
         self.last = last
         """The number of the last entry of the thread this process knows (the next append's expected_last)."""
-        self.run: ProgramRun | None = None
-        """The run this journal records (set by `attach`)."""
+        self._instances: Mapping[str, AgentInstance] | None = None
+        """The recorded run's agents by id, in creation order (given by `watch`): their names in the log and
+        their variables in snapshots; None before a run is watched."""
         self._lock = asyncio.Lock()
         self._queues: dict[tuple[str, str], deque[Entry]] = {}
         self._counts: dict[tuple[str, str], int] = {}
@@ -157,10 +158,9 @@ class Journal:
             if entry.kind == EntryKind.TURN:
                 self.answers_in_log += 1
 
-    def attach(self, run: ProgramRun) -> None:
-        """Record `run` (its agents' variables go into snapshots)."""
-        self.run = run
-        run.journal = self
+    def watch(self, instances: Mapping[str, AgentInstance]) -> None:
+        """Record the run whose agents these are (runtime.recorder.Recorder; the run keeps the mapping live)."""
+        self._instances = instances
 
     # --- agents and streams -----------------------------------------------------------------------------
 
@@ -169,11 +169,17 @@ class Journal:
         follow creation order, which a resumed run repeats)."""
         label = self._labels.get(instance.id)
         if label is None:
-            run = instance.run
-            first = run.instance_by_class(instance.klass) if run is not None else instance
+            first = self._first_of_class(instance)
             label = instance.klass if first is instance else f"{instance.klass}#{instance.id}"
             self._labels[instance.id] = label
         return label
+
+    def _first_of_class(self, instance: AgentInstance) -> AgentInstance:
+        """The first instance of `instance`'s class the run created."""
+        for candidate in (self._instances or {}).values():
+            if candidate.klass == instance.klass:
+                return candidate
+        return instance
 
     def _take(self, label: str, stream: str) -> Entry | None:
         """The next recorded entry of the stream (counted), or None when the run is live there."""
@@ -191,7 +197,7 @@ class Journal:
             return False
         label = self._labels.get(agent_id)
         if label is None:
-            instance = self.run.instances.get(agent_id) if self.run is not None else None
+            instance = self._instances.get(agent_id) if self._instances is not None else None
             if instance is None:
                 return False
             label = self.label(instance)
@@ -219,6 +225,10 @@ class Journal:
     def has_recorded(self, instance: AgentInstance, stream: str) -> bool:
         """Whether the log still holds an entry of `stream` for this agent."""
         return bool(self._queues.get((self.label(instance), stream)))
+
+    def holds_user_input(self, instance: AgentInstance) -> bool:
+        """Whether the log still holds a user input for this agent."""
+        return self.has_recorded(instance, "input")
 
     def pending_call(self) -> Entry | None:
         """The recorded call of a thread of calls that the run has not replayed yet, if any."""
@@ -283,7 +293,7 @@ class Journal:
 
     async def _snapshot(self, at: int) -> None:
         self._snapshot_due = None
-        if self.run is None:
+        if self._instances is None:
             return  # nothing to read the state from (a message answering a wait, from another process)
         try:
             await self.store.put_snapshot(self.thread_id, at=at, state=self.readable_state())
@@ -293,8 +303,8 @@ class Journal:
     def readable_state(self) -> dict[str, Any]:
         """What reading the thread needs: status, the agents' variables, the transcript, the counts."""
         agents: dict[str, Any] = {}
-        if self.run is not None:
-            for instance in list(self.run.instances.values()):
+        if self._instances is not None:
+            for instance in list(self._instances.values()):
                 agents[self.label(instance)] = {
                     "class": instance.klass,
                     "id": instance.id,

@@ -243,8 +243,8 @@ class Session:
             human=human,
             tracer=self.tracer,
             observers=(_SessionObserver(journal, self.observers),),
+            recorder=journal,
         )
-        journal.attach(run)
         resume = getattr(self.model, "resume_thread", None)
         if journal.answers_in_log and callable(resume):
             resume(journal.answers_in_log)  # a scripted model continues where the thread's answers end

@@ -10,6 +10,7 @@ from pal_core.parser import parse
 from runtime.api import run_program
 from runtime.humans import ScriptedHuman
 from runtime.local.gbnf_check import parse_gbnf
+from runtime.local.shaping import local_turn_shaping
 from runtime.models import ModelError, RequestKind, ScriptedAnswer, ScriptedModel
 from runtime.program_run import ProgramRun
 
@@ -69,8 +70,11 @@ async def test_an_answer_meant_for_a_trigger_check_answers_nothing_else() -> Non
 
 
 async def test_a_model_that_takes_grammars_gets_the_trigger_checks_grammar() -> None:
-    model = ScriptedModel([ASK, ScriptedAnswer("trig? no\nyld call", kind="triggers"), THANK])  # type: ignore[arg-type]
-    run = ProgramRun(PROGRAM, model=model, human=ScriptedHuman(["hello"]), grammar=lambda *_: None)
+    model = ScriptedModel(
+        [ASK, ScriptedAnswer("trig? no\nyld call", kind="triggers"), THANK],  # type: ignore[list-item]
+        shaping=local_turn_shaping(),
+    )
+    run = ProgramRun(PROGRAM, model=model, human=ScriptedHuman(["hello"]))
     result = await run.run()
     assert result.status == "exit", result.reason
     check = model.requests[1]

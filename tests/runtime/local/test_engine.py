@@ -103,7 +103,8 @@ def test_progress_is_reported_while_the_model_works() -> None:
 
 @pytest.mark.anyio
 async def test_progress_reaches_a_listener_through_the_model_interface() -> None:
-    """`local/smollm2` goes through litellm and a worker thread; the listener of the caller's context hears it."""
+    """`local/smollm2` goes through the model interface and a worker thread; the listener of the caller's context
+    hears it."""
     from runtime.models import ChatMessage, ModelRequest
 
     messages, grammar = _turn("The user is waiting.")

@@ -1,6 +1,6 @@
 """The bundled model for real: llama.cpp loads every turn grammar and agrees with gbnf_check on what it
 admits; SmolLM2 generates verified turns under a grammar, the same for the same seed in any process;
-the `local/smollm2` model string works through litellm; a bad grammar is an error, not a crash."""
+the `local/smollm2` model string works through the model interface; a bad grammar is an error, not a crash."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def test_the_same_seed_gives_the_same_answer_in_another_process() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_local_model_string_works_through_litellm() -> None:
+async def test_the_local_model_string_works_through_the_model_interface() -> None:
     register_local_model()
     model = resolve_model("local/smollm2")
     source = program(SEED_PROGRAM)

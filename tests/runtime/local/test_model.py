@@ -12,13 +12,15 @@ from runtime.local.model import (
     BUNDLED,
     DEFAULT_MODEL,
     BundledModel,
+    LocalModel,
     LocalModelNotInstalled,
     LocalSettings,
     find_bundled_model,
     model_path,
     register_local_model,
 )
-from runtime.models import LiteLLMModel, ModelSpecError, resolve_model
+from runtime.local.shaping import GrammarShaping
+from runtime.models import ModelSpecError, resolve_model
 
 
 def test_the_bundled_file_is_found_without_importing_its_package() -> None:
@@ -97,13 +99,13 @@ def test_settings_are_checked_and_read_from_the_environment(monkeypatch: pytest.
         LocalSettings.from_environment()
 
 
-def test_local_model_strings_resolve_to_the_litellm_provider() -> None:
+def test_local_model_strings_resolve_to_the_local_model() -> None:
     register_local_model()
     register_local_model()  # idempotent
     model = resolve_model(DEFAULT_MODEL)
-    assert isinstance(model, LiteLLMModel)
+    assert isinstance(model, LocalModel)
     assert model.name == "local/smollm2"
-    assert model.pass_grammar is True
+    assert isinstance(model.turn_shaping(), GrammarShaping)  # its turns get grammars and example answers
     with pytest.raises(ModelSpecError, match="no bundled model local/tiny"):
         resolve_model("local/tiny")
     with pytest.raises(ModelSpecError, match="needs a model name"):
@@ -112,7 +114,7 @@ def test_local_model_strings_resolve_to_the_litellm_provider() -> None:
 
 def test_importing_the_local_package_loads_no_framework() -> None:
     code = (
-        "import sys; import runtime.local.model, runtime.local.hooks, runtime.local.grammar, runtime.local.fewshot; "
+        "import sys; import runtime.local.model, runtime.local.shaping, runtime.local.grammar, runtime.local.fewshot; "
         "print(sorted({name.split('.')[0] for name in sys.modules} & {'llama_cpp', 'litellm', 'numpy'}))"
     )
     result = subprocess.run(

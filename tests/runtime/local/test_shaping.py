@@ -1,5 +1,5 @@
-"""The runtime hooks: every model turn of a real ProgramRun gets the turn's grammar and the example
-turns; a scripted model answering inside the grammar runs the program to its end."""
+"""Turn shaping: every model turn of a real ProgramRun with a model that shapes its turns gets the turn's
+grammar and the example turns; a scripted model answering inside the grammar runs the program to its end."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from pal_core.parser import parse
 from runtime.humans import ScriptedHuman
 from runtime.local.gbnf_check import parse_gbnf
-from runtime.local.hooks import turn_examples, turn_grammar
+from runtime.local.shaping import local_turn_shaping
 from runtime.models import ScriptedModel
 from runtime.models.base import ModelRequest
 from runtime.program_run import ProgramRun
@@ -45,10 +45,8 @@ async def test_each_turn_gets_its_grammar_and_examples_and_answers_inside_it_run
 
     run = ProgramRun(
         program,
-        model=ScriptedModel(answer),
+        model=ScriptedModel(answer, shaping=local_turn_shaping()),
         human=ScriptedHuman(["Ada"]),
-        grammar=turn_grammar,
-        examples=turn_examples,
     )
     with anyio.fail_after(10):
         result = await run.run()
