@@ -101,8 +101,9 @@ class TreeReader:
 
     # --- agents ----------------------------------------------------------------------------------
 
-    def agent(self, value: Any, parent_path: str = "") -> Agent:
-        """The model of an agent or workflow (and everything under it)."""
+    def agent(self, value: Any, parent_path: str = "", *, node: bool = False) -> Agent:
+        """The model of an agent or workflow (and everything under it); `node`: it is a workflow's node
+        (whose node settings `node()` reports)."""
         from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
         from google.adk.workflow import Workflow as AdkWorkflow
 
@@ -113,6 +114,11 @@ class TreeReader:
             "adk_class": class_path(value),
             "description": str(getattr(value, "description", "") or ""),
         }
+        steps = isinstance(value, AdkWorkflow) or any(
+            _runs_like(value, base) for base in (LlmAgent, SequentialAgent, ParallelAgent, LoopAgent)
+        )
+        if steps:
+            self._step_agent_features(value, f"agent {value.name!r}", node=node)
         if isinstance(value, AdkWorkflow):
             return self._workflow(value, path, common)
         if _runs_like(value, LlmAgent):
@@ -131,6 +137,28 @@ class TreeReader:
                     max_iterations=getattr(value, "max_iterations", None) if kind is AgentKind.LOOP else None,
                 )
         return self._custom(value, path, common)
+
+    def _step_agent_features(self, value: Any, subject: str, *, node: bool) -> None:
+        """Settings of an agent whose body is PAL steps that ADK would apply around it."""
+        if getattr(value, "state_schema", None) is not None:
+            self.findings.add(
+                AGENT_FEATURE,
+                f"{subject}, field state_schema",
+                "state writes are not checked against the schema",
+            )
+        if getattr(value, "parallel_worker", None):
+            self.findings.add(
+                AGENT_FEATURE,
+                f"{subject}, field parallel_worker",
+                "parallel worker mode is not applied: the agent runs once on its input",
+            )
+        kept = [name for name in ("retry_config", "timeout") if getattr(value, name, None) is not None]
+        if kept and not node:
+            self.findings.add(
+                NODE_FEATURE,
+                f"{subject}, field {', '.join(kept)}",
+                "the agent runs as PAL steps, so ADK's retry and timeout are not applied",
+            )
 
     def _callbacks(self, value: Any, path: str) -> tuple[str, ...]:
         found = tuple(
@@ -245,6 +273,12 @@ class TreeReader:
         static = getattr(value, "static_instruction", None)
         if static:
             parts.append(static if isinstance(static, str) else None)
+            if _non_text_parts(static):
+                self.findings.add(
+                    AGENT_FEATURE,
+                    f"{subject}, field static_instruction",
+                    f"its {', '.join(_non_text_parts(static))} parts are not shown to the model (its text is)",
+                )
         if value.instruction:
             parts.append(value.instruction)
         texts = [part for part in parts if isinstance(part, str)]
@@ -430,7 +464,10 @@ class TreeReader:
                     "the agent runs as PAL steps, so ADK's retry and timeout are not applied",
                 )
             return Node(
-                name=value.name, kind=NodeKind.AGENT, path=path, agent=self.agent(value, workflow_path)
+                name=value.name,
+                kind=NodeKind.AGENT,
+                path=path,
+                agent=self.agent(value, workflow_path, node=True),
             )
         if isinstance(value, BaseAgent) and type(value).__name__ == "RemoteA2aAgent":
             agent = self._custom(
@@ -548,6 +585,21 @@ def _is_model_client(value: Any) -> bool:
         "google.genai",
         "google.genai.client",
     )
+
+
+def _non_text_parts(static: Any) -> list[str]:
+    """The kinds of a static instruction's parts that are not text (`inline_data`, `file_data`, ...)."""
+    if isinstance(static, str):
+        return []
+    if isinstance(static, (list, tuple)):
+        return list(dict.fromkeys(kind for item in static for kind in _non_text_parts(item)))
+    parts = getattr(static, "parts", None)
+    if parts is not None:
+        return _non_text_parts(list(parts))
+    if getattr(static, "text", None) is not None:
+        return []
+    fields = getattr(static, "model_fields_set", None) or ()
+    return [field for field in fields if field != "text"] or [type(static).__name__]
 
 
 def _tree(value: Any) -> list[Any]:
