@@ -133,9 +133,13 @@ def _scripted_answers(program: Any, decisions: dict[str, list[Any]], path: Path)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def test_pal_run_delivers_message_values_to_the_user_proxy_and_prompts_on_stderr(tmp_path: Path) -> None:
-    """`pal import autogen ... -o`, then `pal run --input ... --message ...`: the person's answers come from
-    `--message`, the prompts go to standard error, and standard output is the result alone."""
+@pytest.mark.parametrize("answered_by", ["--message", "stdin"])
+def test_pal_run_gives_the_users_answers_to_the_user_proxy_and_prompts_on_stderr(
+    tmp_path: Path, answered_by: str
+) -> None:
+    """`pal import autogen ... -o`, then `pal run --input ...`: the person's answers come from `--message`
+    (or standard input), the prompts go to standard error, standard output is the result alone, and the
+    closing line counts the model calls the trace holds."""
     output = tmp_path / "approval.pal"
     target = "tests.fixtures.autogen.tool_teams:approval"
     imported = subprocess.run(
@@ -145,17 +149,23 @@ def test_pal_run_delivers_message_values_to_the_user_proxy_and_prompts_on_stderr
     assert imported.returncode == 0, imported.stderr
     answers = tmp_path / "answers.jsonl"
     _scripted_answers(parse(output.read_text(encoding="utf-8")), tool_teams.DECISIONS["approval"], answers)
+    said = ["Too plain.", "APPROVE"]
+    given = [part for text in said for part in ("--message", text)] if answered_by == "--message" else []
+    trace = tmp_path / "trace.jsonl"
     ran = subprocess.run(
         [sys.executable, "-m", "runtime.cli", "run", str(output), "--input", json.dumps({"task": "Bakery"}),
-         "--model", f"scripted:{answers}", "--message", "Too plain.", "--message", "APPROVE"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, stdin=subprocess.DEVNULL,
+         "--model", f"scripted:{answers}", "--trace", str(trace), *given],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
+        input="" if given else "\n".join(said) + "\n",
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     result = json.loads(ran.stdout)  # nothing but the result on standard output
     assert [entry["content"] for entry in result["messages"]][-1] == "APPROVE"
     assert "Enter your response:" in ran.stderr
     assert "never read" not in ran.stderr
-    assert "2 model calls" in ran.stderr
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    calls = sum(event["event"] == "model_call" for event in events)
+    assert calls == 2 and "2 model calls" in ran.stderr
 
 
 # --- ag2 -----------------------------------------------------------------------------------------------
