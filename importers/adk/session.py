@@ -10,7 +10,10 @@ from the `$session` (its state, its `temp:` keys, its events as history):
 - `instruction`: an LLM agent's instruction with its `{state_key}` templates filled by ADK's
   `inject_session_state` (an instruction provider is called with a real `ReadonlyContext`).
 - `call_tool`: a tool that needs ADK (a `ToolContext`, a `BaseTool` subclass, `exit_loop`), through
-  its own `run_async`; its state changes and actions (escalate, skip summarization) become an event.
+  ADK's confirmation gate and its own `run_async`; its state changes and actions (escalate, skip
+  summarization) become an event; a confirmation ADK's gate asks for is asked of the run's user at once;
+- `resume_tools`: the calls of tools that asked for confirmation themselves, resumed after the agent's turn
+  with the user's answer (as ADK resumes a paused invocation with the client's `ToolConfirmation`).
 - `run_node`: one node of a `Workflow` (a function node, a custom node or agent), run by ADK's
   `Runner` as a dynamic node of a one-node driver, so parameter binding, `Event` / `RequestInput`
   yields, routes and state writes are ADK's.

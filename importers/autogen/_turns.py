@@ -4,15 +4,15 @@ An AutoGen `AssistantAgent` takes its turn as AutoGen's `_process_model_result` 
 inference, the rest in steps the runtime runs alone:
 
     01:EXE $round:int = 0
-    02:EXE $tool_results = $tool_results + $round_calls        (what the model saw of earlier rounds)
-    03:EXE $round_calls:list = []
+    02:EXE $tool_results = $tool_results + $round_calls       (what the model is shown of earlier rounds)
+    03:EXE $round_calls = []
     04:EXE $handoff_called = None
     05:EXE $message = None
-    06:QUE Reply to $conversation as note N1 says: call your tools, or set $message to your message; YLD for call
-    07:CND If $handoff_called != None                               -> a HandoffMessage (the first hand-off called)
+    06:QUE Reply to $conversation as note N2 says: call your tools, or set $message to your message; YLD for call
+    07:CND If $handoff_called != None                          -> a HandoffMessage (the first hand-off called)
     08:CND If $round_calls == []                               -> a TextMessage with $message
     09:EXE $round = $round + 1; another round while $round < max_tool_iterations
-    10:...                                                    -> reflection (a model step) or the summary
+    10:...                                                      -> reflection (a model step) or the summary
 
 Its tools are playbooks that run the tool through the live agent's workbench (`RunTool`: AutoGen's own
 argument checks, error results and result text) and record the call in `$round_calls`; its hand-offs are
@@ -62,11 +62,16 @@ def assistant_playbooks(
         steps.add("EXE", "$message:str = your next message in the chat, written as note N2 says")
         steps.add("RET", f'{{"source": {source}, "content": $message}}')
         return [_respond(member, steps, notes)]
-    what = "call the tools that help (your other playbooks; AutoGen runs them all, then ends your turn"
+    what = "call the tools that help (your other playbooks; AutoGen runs them all"
+    if member.max_tool_iterations > 1:
+        what += (
+            f", shows you what they returned in $tool_results and asks you again, up to {member.max_tool_iterations} "
+            "rounds"
+        )
     what += (
-        " with their results)"
-        if not member.reflect_on_tool_use
-        else ", then you write your message from their results)"
+        ", then you write your message from what they returned)"
+        if member.reflect_on_tool_use
+        else ", then ends your turn with what they returned)"
     )
     if member.handoffs:
         what += ", hand the conversation to another agent (its TransferTo playbook)"

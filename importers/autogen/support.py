@@ -8,8 +8,16 @@ framework's own objects where the program binds Python: a custom agent's `on_mes
 `generate_reply`, a `selector_func`, an edge condition. Live objects are found by the import path of
 the team (`module:attribute`) and the participant's name, so the program runs in a fresh process.
 
-Transcript entries are `{"source": name, "content": text}`, plus `"handoff": target` for a hand-off.
-The framework packages are imported only by the helpers that call them.
+Participants that answer through the run's model or user use the framework's own code for the rest of
+their turn: `run_tool` runs an AssistantAgent's tool through its workbench and `tool_summary` makes its
+ToolCallSummaryMessage; `ag2_reply` runs an ag2 agent's reply functions (human input through the run's
+user, tool and code execution) and, with `model=True`, leaves its LLM's reply to the program;
+`suggested_call` is an ag2 LLM agent's tool call suggestion; `tool_executors` is ag2's `func_call_filter`.
+
+Transcript entries are `{"source": name, "content": text}`, plus `"handoff": target` for a hand-off,
+`"type": "ToolCallSummaryMessage"` for a tool-call summary, and ag2's `"tool_calls"` / `"tool_responses"`;
+an entry with more than text and a hand-off travels in the meeting as `[[autogen]] ` and its JSON
+(`meeting_text`). The framework packages are imported only by the helpers that call them.
 """
 
 from __future__ import annotations
@@ -268,7 +276,7 @@ async def run_tool(team: str, agent: str, tool: str, arguments: dict) -> dict:
 
     member = participant(team, agent)
     given = {key: value for key, value in arguments.items() if value is not None}
-    call = FunctionCall(id=f"pal-{len(given)}-{tool}", name=tool, arguments=json.dumps(given))
+    call = FunctionCall(id=f"pal-{uuid.uuid4().hex[:12]}", name=tool, arguments=json.dumps(given))
     _, result = await AssistantAgent._execute_tool_call(
         tool_call=call,
         workbench=getattr(member, "_workbench", []),
