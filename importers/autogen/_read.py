@@ -33,7 +33,7 @@ from importers.autogen._model import (
     ToolArgument,
 )
 from importers.common.diagnostics import Findings
-from importers.common.naming import Namer, camel_case
+from importers.common.naming import RESERVED_AGENT_NAMES, Namer, camel_case
 from importers.common.pal_types import json_schema_type
 from importers.common.paths import class_path, import_path
 
@@ -135,9 +135,13 @@ def _text_test(node: ast.Lambda) -> dict[str, Any] | None:
 
 
 def pal_names(names: list[str], reserved: set[str]) -> dict[str, str]:
-    """A unique CamelCase PAL agent name for each framework name (`writer`, `writer2`, ...)."""
-    namer = Namer(reserved)
-    return {name: namer.take(camel_case(name)) for name in names}
+    """A unique CamelCase PAL agent name for each framework name (`writer`, `writer2`, ...); a name the
+    runtime reads as the user's (`user`) gets `Agent` after it."""
+    namer = Namer(reserved | RESERVED_AGENT_NAMES)
+    return {
+        name: namer.take(camel_case(name), "Agent" if camel_case(name) in RESERVED_AGENT_NAMES else "")
+        for name in names
+    }
 
 
 # --- participants ------------------------------------------------------------------------------------

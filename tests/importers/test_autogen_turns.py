@@ -122,6 +122,25 @@ async def test_a_user_proxy_agent_asks_the_runs_user() -> None:
     assert expected["stop_reason"] == "Text 'APPROVE' mentioned"
 
 
+async def test_a_user_proxy_named_user_takes_its_turns_as_any_participant() -> None:
+    """`UserProxyAgent(name="user")`, as AutoGen's samples name it: its PAL agent is not `User`, which the
+    runtime reads as the program's user."""
+    decisions = tool_teams.DECISIONS["helpdesk"]
+    said = ["It still beeps."]
+    with anyio.fail_after(RUN_SECONDS):
+        expected = transcript(
+            await tool_teams.helpdesk(tool_teams.client(decisions["assistant"]), said).run(task="Help")
+        )
+    program = _imported("tests.fixtures.autogen.tool_teams:user_named")
+    assert [agent.name for agent in program.agents[1:]] == ["Assistant", "UserAgent"]
+    with anyio.fail_after(RUN_SECONDS):
+        actual = await run_playbook(
+            program, "Run", task="Help", model=pal_model(program, decisions), messages=said
+        )
+    assert actual == expected
+    assert [entry["source"] for entry in actual["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
 def _scripted_answers(program: Any, decisions: dict[str, list[Any]], path: Path) -> None:
     """The answers of `pal_model`, in the order the program asks, as a JSONL file for `--model scripted:`."""
     lines = []
