@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import ConditionKind, Step, YieldKind
-from pal_core.values import SPEECH_CALLS
 from runtime.calls import can_resolve, invoke_call
 from runtime.control import CONTINUE, Control
 from runtime.errors import ProgramError

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract import ContractSyntaxError
 from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction, VarAction, WhatAction
 from pal_core.contract.turn import TurnContext, describe_turn
 from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTurn, Violation, read_turn
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import Call, YieldKind
-from pal_core.values import SPEECH_CALLS
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import RunError

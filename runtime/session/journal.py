@@ -31,10 +31,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.model import ReturnAction, VarAction
 from pal_core.contract.verify import ExecutedStep, VerifiedTurn
 from pal_core.ir import Playbook, PlaybookKind
-from pal_core.values import SPEECH_CALLS
 from runtime.errors import PlaybookFailed, RunError
 from runtime.models.base import ModelRequest, ModelResponse, RequestKind, Usage
 from runtime.python_api import CallInProgress, current_call
@@ -208,11 +208,19 @@ class Journal:
         return len(self._queues.get((label, stream), ()))
 
     def skip(self, first: int, last: int) -> None:
-        """Drop the entries numbered `first` to `last` from the replay (a call that failed: rolled back)."""
+        """Drop the entries numbered `first` to `last` from the replay (a call that failed: rolled back).
+        Its Python and remote calls still count, so the calls after it get keys of their own."""
         for key, queue in self._queues.items():
             kept = deque(entry for entry in queue if not first <= entry.number <= last)
-            self.unreplayed -= len(queue) - len(kept)
+            skipped = len(queue) - len(kept)
+            self.unreplayed -= skipped
             self._queues[key] = kept
+            if key[1] == "call" and skipped:
+                self._counts[key] = self._counts.get(key, 0) + skipped
+
+    def _more_of(self, label: str) -> bool:
+        """Whether the log still holds anything the agent did (in any of its streams)."""
+        return any(queue for (owner, _), queue in self._queues.items() if owner == label)
 
     def unanswered_wait(self) -> str | None:
         """The agent whose wait for the user the log leaves unanswered (the thread waits for it), or None."""
@@ -407,11 +415,17 @@ class Journal:
         invoke: Callable[[], Awaitable[Any]],
     ) -> Any:
         """Make a Python or remote playbook call, or answer it from the log: its result is committed before
-        the caller sees it. The call reads its idempotency key with `runtime.python_api.idempotency_key()`."""
+        the caller sees it. The call reads its idempotency key with `runtime.python_api.idempotency_key()`.
+
+        A call that failed is made again when the log holds nothing its agent did after it (the failure
+        stopped the agent, so nothing recorded depends on it): resuming a thread that failed retries the
+        call that failed, with the same key, and records the retry (`retry_of`) after the failure."""
         label = self.label(instance)
         entry = self._take(label, "call")
         number = self._counts[(label, "call")]
         key = f"{self.thread_id}#{label}:{number}"
+        retry_of: Entry | None = None
+        attempt = 0
         if entry is not None:
             payload = entry.payload
             if payload.get("playbook") != playbook.name:
@@ -420,16 +434,21 @@ class Journal:
                     f"{label}'s call of {payload.get('playbook')}",
                     f"calls {playbook.name} at that point",
                 )
-            if not payload.get("rerun"):
+            entry, attempt = self._latest_attempt(label, entry)
+            payload = entry.payload
+            if "error" in payload and not payload.get("rerun") and not self._more_of(label):
+                retry_of = entry  # the failure this run stopped at: made again, live, below
+            elif not payload.get("rerun"):
                 if "error" in payload:
-                    raise PlaybookFailed(str(payload["error"]), agent=instance.klass, playbook=playbook.name)
+                    raise _replayed_failure(payload, instance.klass, playbook.name)
                 return codec.decode(payload.get("result"))
-            # It reached back into the run: run it again; what it did inside replays from the log.
-            token = current_call.set(CallInProgress(key=key))
-            try:
-                return await invoke()
-            finally:
-                current_call.reset(token)
+            else:
+                # It reached back into the run: run it again; what it did inside replays from the log.
+                token = current_call.set(CallInProgress(key=key))
+                try:
+                    return await invoke()
+                finally:
+                    current_call.reset(token)
         record = CallInProgress(key=key)
         token = current_call.set(record)
         error: PlaybookFailed | None = None
@@ -446,6 +465,8 @@ class Journal:
             "via": "remote" if playbook.kind is PlaybookKind.REMOTE else "python",
             "arguments": readable(dict(arguments)),
         }
+        if retry_of is not None:
+            payload["retry_of"] = retry_of.number
         if error is not None:
             payload["error"] = str(error)
         else:
@@ -457,11 +478,23 @@ class Journal:
                 payload["why"] = str(why)
         if record.touched:
             payload["rerun"] = True
-        written = await self.append(EntryKind.CALL, payload, key=key)
+        entry_key = key if retry_of is None else f"{key}/retry{attempt + 1}"
+        written = await self.append(EntryKind.CALL, payload, key=entry_key)
         _probe("call.committed", agent=label, call=number, entry=written)
         if error is not None:
             raise error
         return result
+
+    def _latest_attempt(self, label: str, entry: Entry) -> tuple[Entry, int]:
+        """The last recorded attempt of a call (a failed call's retries follow it in the agent's calls, each
+        naming the one before: `retry_of`), and how many retries there were."""
+        queue = self._queues.get((label, "call"))
+        attempts = 0
+        while queue and queue[0].payload.get("retry_of") == entry.number:
+            entry = queue.popleft()
+            self.unreplayed -= 1
+            attempts += 1
+        return entry, attempts
 
     # --- the user ----------------------------------------------------------------------------------------
 
@@ -633,6 +666,13 @@ def _said(turn: VerifiedTurn) -> list[str]:
             elif len(call.arguments) == 1 and texts:
                 said.append(texts[0])
     return said
+
+
+def _replayed_failure(payload: Mapping[str, Any], agent: str, playbook: str) -> PlaybookFailed:
+    """The recorded failure, raised again as it was said (its text already names the agent and playbook)."""
+    failure = PlaybookFailed(str(payload["error"]))
+    failure.agent, failure.playbook = agent, playbook
+    return failure
 
 
 def _delivered(message: Message) -> dict[str, Any]:
