@@ -34,6 +34,12 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--strict", action="store_true", help="fail, writing nothing, if any part cannot be expressed in PAL"
     )
+    parser.add_argument(
+        "--initiator",
+        metavar="NAME",
+        help="ag2 group chats: the member that says the task, as NAME.initiate_chat(manager, message=task) "
+        "(default: a user outside the group)",
+    )
 
 
 HELP = {
@@ -60,8 +66,17 @@ def run_import(args: argparse.Namespace) -> int:
         return _fail(f"pal import: {error}")
     except ImportError as error:
         return _fail(f"pal import {args.framework}: the framework is not installed ({error})")
+    options = {}
+    if getattr(args, "initiator", None) is not None:
+        import inspect
+
+        if "initiator" not in inspect.signature(importer).parameters:
+            return _fail(
+                f"pal import {args.framework}: --initiator applies to ag2 group chats (pal import autogen)"
+            )
+        options["initiator"] = args.initiator
     try:
-        result = importer(args.target, strict=args.strict)
+        result = importer(args.target, strict=args.strict, **options)
         text = write(result.program)
     except ImportFailed as error:
         return _fail(str(error))

@@ -17,6 +17,7 @@ from runtime.calls import invoke_call
 from runtime.errors import RunError
 from runtime.models.base import ChatMessage, ModelRequest, RequestKind
 from runtime.prompt import SYSTEM
+from runtime.turns import ask_approval
 from runtime.values import coerce
 
 if TYPE_CHECKING:
@@ -79,6 +80,11 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
             variables.set(name, value)
         results = []
         for call in calls:
+            if _requires_approval(execution, call.name) and not await ask_approval(
+                execution, call, call_id, playbook=playbook.name
+            ):
+                results.append(f"{call.name} did not run: the user did not approve it")
+                continue
             result = await invoke_call(execution, call)
             results.append(f"{call.name} returned {result!r}")
         if yield_kind is YieldKind.RETURN:
@@ -96,6 +102,17 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
 
 class _Rejected(Exception):
     pass
+
+
+def _requires_approval(execution: Execution, name: str) -> bool:
+    """Whether a call of `name` waits for a human's approval (`requires_approval: true`), as at a step."""
+    agent_name, dot, playbook_name = name.rpartition(".")
+    if dot:
+        target = execution.services.program.agent(agent_name)
+        found = target.playbook(playbook_name) if target is not None else None
+    else:
+        found = execution.agent.playbooks.get(name)
+    return bool(found is not None and found.metadata.requires_approval)
 
 
 def _check(execution: Execution, answer: Any) -> tuple[list[Call], list[tuple[str, Any]], Any, YieldKind]:

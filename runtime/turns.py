@@ -212,7 +212,9 @@ async def apply_turn(
                 f"{frame.playbook.name}:{step.line}:{step.opcode} {action.action.note}".rstrip()
             )
             for call in action.calls:
-                if call.name in action.approvals and not await ask_approval(execution, frame, call, call_id):
+                if call.name in action.approvals and not await ask_approval(
+                    execution, call, call_id, playbook=frame.playbook.name, line=frame.line
+                ):
                     continue
                 if call.name in SPEECH_CALLS or step.opcode == "EXE":
                     await invoke_call(execution, call)
@@ -284,9 +286,12 @@ def _owned_vars(turn: VerifiedTurn) -> set[int]:
     return owned
 
 
-async def ask_approval(execution: Execution, frame: Frame, call: Call, call_id: int) -> bool:
-    """Ask the run's human whether a call the model makes on its own may run (`requires_approval: true`).
-    The question and the answer go into the trace; a run with no human to ask refuses."""
+async def ask_approval(
+    execution: Execution, call: Call, call_id: int, *, playbook: str, line: str | None = None
+) -> bool:
+    """Ask the run's human whether a call the model makes on its own may run (`requires_approval: true`),
+    at `line` of `playbook` (a react playbook has no lines). The question and the answer go into the trace;
+    a run with no human to ask refuses."""
     services = execution.services
     agent = execution.agent
     shown = f"{call.name}({', '.join(argument.text for argument in call.arguments)})"
@@ -294,8 +299,8 @@ async def ask_approval(execution: Execution, frame: Frame, call: Call, call_id: 
         services.trace(
             agent,
             "approval",
-            playbook=frame.playbook.name,
-            line=frame.line,
+            playbook=playbook,
+            line=line,
             model_call=call_id,
             detail=f"refused {shown}: no human to approve it (non-interactive run)",
         )
@@ -311,8 +316,8 @@ async def ask_approval(execution: Execution, frame: Frame, call: Call, call_id: 
     services.trace(
         agent,
         "approval",
-        playbook=frame.playbook.name,
-        line=frame.line,
+        playbook=playbook,
+        line=line,
         model_call=call_id,
         detail=f"{'approved' if approved else 'refused'} {shown} (the user answered {answer!r})",
     )

@@ -78,7 +78,7 @@ def import_agent(value: Any, *, source: str | None = None, strict: bool = False)
         # Reading a deprecated agent's fields must not warn: the program being imported chose the class.
         warnings.simplefilter("ignore", DeprecationWarning)
         root = root_of(value, subject=subject, findings=findings)
-        model = TreeReader(findings, has_source=source is not None).agent(root)
+        model = TreeReader(findings, has_source=source is not None).tree(root)
         program = ProgramWriter(findings, source).write(model)
     return findings.result(program, target=subject, strict=strict)
 

@@ -45,6 +45,17 @@ APP_FEATURE = Code(
     code="ADK110", name="app-feature", summary="an App's plugins or run-time configuration are not applied"
 )
 
+AGENT_INSIDE_TOOL = Code(
+    code="ADK111",
+    name="agent-inside-tool",
+    summary="a tool function runs an agent, a Runner or a model client itself, outside the PAL run's model",
+)
+TOOL_SERVICE = Code(
+    code="ADK112",
+    name="tool-service",
+    summary="a tool uses ADK's artifact, memory or credential services, which the program does not keep",
+)
+
 CODES = CodeTable(
     prefix="ADK1",
     docs="docs/adk.md",
@@ -59,12 +70,15 @@ CODES = CodeTable(
         WORKFLOW_SHAPE,
         NODE_FEATURE,
         APP_FEATURE,
+        AGENT_INSIDE_TOOL,
+        TOOL_SERVICE,
     ),
 )
 """Every code by its number."""
 
 __all__ = [
     "AGENT_FEATURE",
+    "AGENT_INSIDE_TOOL",
     "APP_FEATURE",
     "CODES",
     "LLM_INSIDE_ADK",
@@ -72,6 +86,7 @@ __all__ = [
     "NODE_FEATURE",
     "NO_SOURCE",
     "TOOL_CALLBACK",
+    "TOOL_SERVICE",
     "UNSUPPORTED_AGENT",
     "UNSUPPORTED_TOOL",
     "WORKFLOW_SHAPE",

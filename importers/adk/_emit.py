@@ -23,7 +23,7 @@ from importers.adk import support as adk_support
 from importers.adk._model import Agent, AgentKind, Tool, ToolParameter
 from importers.common.diagnostics import Findings
 from importers.common.emit import AgentParts, SupportModule
-from importers.common.naming import Namer, camel_case, safe_description
+from importers.common.naming import RESERVED_AGENT_NAMES, Namer, camel_case, safe_description
 from importers.common.steps import StepList, literal
 from pal_core.ir import Metadata, Parameter, Playbook, Program, Trigger
 
@@ -71,7 +71,7 @@ class ProgramWriter:
         self.parts: list[AgentParts] = []
 
     def write(self, root: Agent) -> Program:
-        namer = Namer()
+        namer = Namer(RESERVED_AGENT_NAMES)
         for agent in walk(root):
             self.names[agent.path] = namer.take(camel_case(agent.name), "Agent")
             self.by_adk_name.setdefault(agent.name, agent)

@@ -22,6 +22,7 @@ to the agent, so what a tool changes is what the turn goes on with.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from importers.adk._emit import DONE, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK, tool_parameters
@@ -85,11 +86,38 @@ class LlmWriter:
         if agent.output_key:
             arguments += f", output_key={literal(agent.output_key)}"
         steps.add("EXE", f"$session:dict = {helper('agent_reply')}({arguments}, since=$turn)")
+        if any(tool.asks_itself for tool in agent.tools):
+            self._resume(steps, arguments)
         self.parts.main.append(self._respond(targets))
         for tool in agent.tools:
             self.parts.playbooks.append(self._tool(tool))
         if targets:
             self.parts.playbooks.append(self._transfer(targets))
+
+    def _resume(self, steps: StepList, reply_arguments: str) -> None:
+        """Tool calls that asked for the user's confirmation are resumed with the answer after the turn, and
+        the model answers again with their results, as ADK resumes a paused invocation."""
+        helper = self.parts.helper
+        source = self.program.source_literal()
+        steps.label("resume")
+        steps.add(
+            "EXE",
+            f"$resumed:dict = {helper('resume_tools')}(session=$session, source={source}, "
+            f"path={literal(self.agent.path)})",
+        )
+        steps.add("EXE", '$session:dict = $resumed["session"]')
+        body = StepList()
+        body.add("EXE", f"$turn = {helper('event_count')}(session=$session)")
+        body.add(
+            "EXE",
+            f"$conversation = {helper('conversation')}(session=$session, "
+            f"include_contents={literal(self.agent.include_contents)})",
+        )
+        body.add("EXE", '$conversation = $conversation + $resumed["results"]')
+        body.add("EXE", f"$reply = {RESPOND_PLAYBOOK}(instruction=$instruction, conversation=$conversation)")
+        body.add("EXE", f"$session = {helper('agent_reply')}({reply_arguments}, since=$turn)")
+        body.jump("resume")
+        steps.branch('If $resumed["results"] != []', body)
 
     # --- the model's turn ------------------------------------------------------------------------
 
@@ -98,7 +126,7 @@ class LlmWriter:
         if agent.instruction:
             text = agent.instruction
         elif agent.dynamic_instruction:
-            text = f"(The instruction is computed at run time by {agent.dynamic_instruction}.)"
+            text = f"(The instruction is computed for each turn, from {agent.dynamic_instruction}.)"
         else:
             text = f"You are the agent {agent.name}."
         notes = [
@@ -150,23 +178,42 @@ class LlmWriter:
         name = self.parts.namer.take(camel_case(tool.name), "Tool")
         description = safe_description(tool.description) or f"The ADK tool `{tool.name}`."
         parameters = tool_parameters(tool)
+        if tool.requires_approval:
+            description += (
+                "\n\nADK asks the user to confirm each call (require_confirmation=True): the call waits for the "
+                "user's approval."
+            )
+        elif tool.confirms:
+            description += (
+                "\n\nADK may ask the user to confirm a call (it decides per call); the answer resumes it."
+            )
+        elif tool.asks_itself:
+            description += (
+                "\n\nIt may ask the user to confirm: its first result comes back to you, and after your reply the "
+                "call is resumed with the user's answer."
+            )
+        approval = Metadata(requires_approval=True) if tool.requires_approval else None
         if tool.kind is ToolKind.FUNCTION:
-            return python_playbook(
+            playbook = python_playbook(
                 name=name,
                 path=tool.function,
                 parameters=parameters,
                 returns=tool.returns,
                 description=description,
             )
+            if approval is None:
+                return playbook
+            return replace(playbook, metadata=replace(playbook.metadata, requires_approval=True))
         helper = self.parts.helper
         steps = StepList()
         if tool.kind is ToolKind.ADK:
             arguments = "{" + ", ".join(f"{literal(p.name)}: ${p.name}" for p in parameters) + "}"
             steps.add("EXE", f"$tool_arguments:dict = {arguments}")
+            confirmed = ", confirmed=True" if tool.requires_approval else ""
             steps.add(
                 "EXE",
                 f"$tool_call:dict = {helper('call_tool')}(session=$session, source={self.program.source_literal()}, "
-                f"path={literal(self.agent.path)}, tool={literal(tool.name)}, arguments=$tool_arguments)",
+                f"path={literal(self.agent.path)}, tool={literal(tool.name)}, arguments=$tool_arguments{confirmed})",
             )
             steps.add("EXE", '$session:dict = $tool_call["session"]')
             if tool.long_running:
@@ -214,5 +261,6 @@ class LlmWriter:
             parameters=parameters,
             returns="Any",
             description=description,
+            metadata=approval or Metadata(),
             steps=steps.build(),
         )

@@ -79,6 +79,14 @@ class Tool:
     """For AGENT: the AgentTool ends the calling agent's turn with its result."""
     long_running: bool = False
     """A long-running tool: its first result is said to the user, whose answer is the tool's result."""
+    requires_approval: bool = False
+    """`require_confirmation=True`: the model's call waits for the user's approval (PAL's approval path)."""
+    confirms: bool = False
+    """ADK's gate decides per call whether the user confirms (`require_confirmation` a function, a tool class's
+    `check_require_confirmation`): CallTool asks the user then, before the tool runs."""
+    asks_itself: bool = False
+    """The tool asks for confirmation itself (`tool_context.request_confirmation`): its first result goes to
+    the model, and the call is resumed with the user's answer after the agent's turn (`ResumeTools`)."""
     reason: str = ""
     """For UNSUPPORTED: why, as reported."""
 

@@ -8,9 +8,6 @@ and function; a workflow's `graph.nodes` and `graph.edges`. Nothing is dumped or
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
-from types import CodeType
 from typing import Any
 
 from importers import ImportTargetError
@@ -32,24 +29,14 @@ from importers.adk._model import (
     Node,
     NodeKind,
     Tool,
-    ToolKind,
-    ToolParameter,
     Workflow,
 )
+from importers.adk._read_tools import code_names
 from importers.common.diagnostics import Findings
-from importers.common.pal_types import pal_type
 from importers.common.paths import class_path, import_path
 
 START = "__START__"
 """ADK's name of a workflow's start node."""
-_JSON_TYPES = {
-    "string": "str",
-    "integer": "int",
-    "number": "float",
-    "boolean": "bool",
-    "array": "list",
-    "object": "dict",
-}
 _MODEL_CALLBACKS = ("before_model_callback", "after_model_callback", "on_model_error_callback")
 _TOOL_CALLBACKS = ("before_tool_callback", "after_tool_callback", "on_tool_error_callback")
 _TASK_MODE = "task"
@@ -88,16 +75,28 @@ def root_of(value: Any, *, subject: str, findings: Findings) -> Any:
 class TreeReader:
     """Reads one agent tree; `has_source` says whether ADK-run parts can be found again at run time."""
 
-    __slots__ = ("findings", "has_source")
+    __slots__ = ("callbacks", "findings", "has_source")
 
     def __init__(self, findings: Findings, *, has_source: bool) -> None:
         self.findings = findings
         self.has_source = has_source
+        self.callbacks = False
+        """Whether an agent of the tree has agent callbacks (which may rewrite any agent's instruction)."""
+
+    def tree(self, root: Any) -> Agent:
+        """The model of the whole tree under `root`."""
+        self.callbacks = any(
+            getattr(value, f"{when}_agent_callback", None) is not None
+            for value in _tree(root)
+            for when in ("before", "after")
+        )
+        return self.agent(root)
 
     # --- agents ----------------------------------------------------------------------------------
 
-    def agent(self, value: Any, parent_path: str = "") -> Agent:
-        """The model of an agent or workflow (and everything under it)."""
+    def agent(self, value: Any, parent_path: str = "", *, node: bool = False) -> Agent:
+        """The model of an agent or workflow (and everything under it); `node`: it is a workflow's node
+        (whose node settings `node()` reports)."""
         from google.adk.agents import LlmAgent, LoopAgent, ParallelAgent, SequentialAgent
         from google.adk.workflow import Workflow as AdkWorkflow
 
@@ -108,6 +107,11 @@ class TreeReader:
             "adk_class": class_path(value),
             "description": str(getattr(value, "description", "") or ""),
         }
+        steps = isinstance(value, AdkWorkflow) or any(
+            _runs_like(value, base) for base in (LlmAgent, SequentialAgent, ParallelAgent, LoopAgent)
+        )
+        if steps:
+            self._step_agent_features(value, f"agent {value.name!r}", node=node)
         if isinstance(value, AdkWorkflow):
             return self._workflow(value, path, common)
         if _runs_like(value, LlmAgent):
@@ -126,6 +130,28 @@ class TreeReader:
                     max_iterations=getattr(value, "max_iterations", None) if kind is AgentKind.LOOP else None,
                 )
         return self._custom(value, path, common)
+
+    def _step_agent_features(self, value: Any, subject: str, *, node: bool) -> None:
+        """Settings of an agent whose body is PAL steps that ADK would apply around it."""
+        if getattr(value, "state_schema", None) is not None:
+            self.findings.add(
+                AGENT_FEATURE,
+                f"{subject}, field state_schema",
+                "state writes are not checked against the schema",
+            )
+        if getattr(value, "parallel_worker", None):
+            self.findings.add(
+                AGENT_FEATURE,
+                f"{subject}, field parallel_worker",
+                "parallel worker mode is not applied: the agent runs once on its input",
+            )
+        kept = [name for name in ("retry_config", "timeout") if getattr(value, name, None) is not None]
+        if kept and not node:
+            self.findings.add(
+                NODE_FEATURE,
+                f"{subject}, field {', '.join(kept)}",
+                "the agent runs as PAL steps, so ADK's retry and timeout are not applied",
+            )
 
     def _callbacks(self, value: Any, path: str) -> tuple[str, ...]:
         found = tuple(
@@ -230,7 +256,9 @@ class TreeReader:
             )
 
     def _instruction(self, value: Any, subject: str) -> tuple[str | None, str]:
-        """(template, "") when every part of the instruction is text, else (None, what computes it)."""
+        """(template, "") when the instruction is text the run may keep, else (None, what computes it at run
+        time): an instruction provider, an instruction that agent callbacks of the tree may rewrite, or one
+        holding today's date (computed when the module was imported: the run computes it again)."""
         root = value.root_agent
         parts: list[Any] = []
         if getattr(root, "global_instruction", None):
@@ -238,115 +266,35 @@ class TreeReader:
         static = getattr(value, "static_instruction", None)
         if static:
             parts.append(static if isinstance(static, str) else None)
+            if _non_text_parts(static):
+                self.findings.add(
+                    AGENT_FEATURE,
+                    f"{subject}, field static_instruction",
+                    f"its {', '.join(_non_text_parts(static))} parts are not shown to the model (its text is)",
+                )
         if value.instruction:
             parts.append(value.instruction)
-        if all(isinstance(part, str) for part in parts):
+        texts = [part for part in parts if isinstance(part, str)]
+        if len(texts) == len(parts) and not self.callbacks and not _holds_todays_date("\n".join(texts)):
             return "\n\n".join(parts), ""
         if not self.has_source:
-            self._no_source(f"{subject}, field instruction", "instructions computed by a function")
-            return "", ""
+            self._no_source(f"{subject}, field instruction", "instructions computed at run time")
+            return "\n\n".join(texts), ""
         provider = next((part for part in parts if callable(part)), None)
-        where, _ = import_path(provider) if provider is not None else (None, "")
-        return None, f"`{where}`" if where else "a function of the agent"
+        if provider is not None:
+            where, _ = import_path(provider)
+            return None, f"`{where}`" if where else "a function of the agent"
+        if self.callbacks:
+            return None, "the agent as its callbacks leave it"
+        return None, "the agent's module (its text holds the date it was imported on)"
 
     # --- tools -----------------------------------------------------------------------------------
 
     def tools(self, item: Any, owner: Any, path: str) -> list[Tool]:
-        """The tools one entry of an agent's `tools` list stands for."""
-        from google.adk.tools.agent_tool import AgentTool
-        from google.adk.tools.base_tool import BaseTool
-        from google.adk.tools.base_toolset import BaseToolset
-        from google.adk.tools.function_tool import FunctionTool
+        """The tools one entry of an agent's `tools` list stands for (importers.adk._read_tools)."""
+        from importers.adk._read_tools import read_tools
 
-        where = f"agent {owner.name!r}"
-        if isinstance(item, BaseToolset):
-            reason = (
-                f"the {type(item).__name__} finds its tools at run time (from a server or a specification); "
-                "PAL does not connect to it"
-            )
-            self.findings.add(UNSUPPORTED_TOOL, f"{where}, toolset {type(item).__name__}", reason)
-            return [
-                Tool(
-                    name=type(item).__name__,
-                    kind=ToolKind.UNSUPPORTED,
-                    reason=f"{UNSUPPORTED_TOOL.code} {reason}",
-                )
-            ]
-        if isinstance(item, AgentTool):
-            agent = self.agent(item.agent, path)
-            return [
-                Tool(
-                    name=item.name,
-                    kind=ToolKind.AGENT,
-                    description=str(item.description or agent.description),
-                    parameters=_declared_parameters(item),
-                    agent=agent,
-                    skip_summarization=bool(item.skip_summarization),
-                )
-            ]
-        if not isinstance(item, BaseTool):
-            if not callable(item):
-                raise ImportTargetError(f"{where}: tool {item!r} is neither a tool nor a function")
-            item = FunctionTool(item)
-        name = item.name
-        subject = f"{where}, tool {name!r}"
-        if name == "transfer_to_agent":
-            return []  # ADK adds it for sub-agents; the program has its own TransferToAgent
-        declaration = _declaration(item)
-        if declaration is None:
-            reason = (
-                f"{type(item).__name__} is carried out by the model provider (grounding, search, code "
-                "execution), not by a function PAL can call"
-            )
-            self.findings.add(UNSUPPORTED_TOOL, subject, reason)
-            return [
-                Tool(
-                    name=name,
-                    kind=ToolKind.UNSUPPORTED,
-                    description=str(item.description),
-                    reason=f"{UNSUPPORTED_TOOL.code} {reason}",
-                )
-            ]
-        parameters = _declared_parameters(item)
-        long_running = bool(getattr(item, "is_long_running", False))
-        function = getattr(item, "func", None) if isinstance(item, FunctionTool) else None
-        if (
-            function is not None
-            and type(item) is FunctionTool
-            and not _takes_context(item, function)
-            and not getattr(item, "_require_confirmation", False)
-        ):
-            where_path, _ = import_path(function)
-            if where_path is not None:
-                return [
-                    Tool(
-                        name=name,
-                        kind=ToolKind.FUNCTION,
-                        description=str(item.description or ""),
-                        parameters=parameters,
-                        returns=_return_type(function),
-                        function=where_path,
-                    )
-                ]
-        if not self.has_source:
-            self._no_source(subject, "tools that need ADK (a ToolContext, a tool class)")
-            return [
-                Tool(
-                    name=name,
-                    kind=ToolKind.UNSUPPORTED,
-                    parameters=parameters,
-                    reason=f"{NO_SOURCE.code} no source to run it from",
-                )
-            ]
-        return [
-            Tool(
-                name=name,
-                kind=ToolKind.ADK,
-                description=str(item.description or ""),
-                parameters=parameters,
-                long_running=long_running,
-            )
-        ]
+        return read_tools(self, item, owner, path)
 
     # --- workflows -------------------------------------------------------------------------------
 
@@ -385,7 +333,10 @@ class TreeReader:
                     "the agent runs as PAL steps, so ADK's retry and timeout are not applied",
                 )
             return Node(
-                name=value.name, kind=NodeKind.AGENT, path=path, agent=self.agent(value, workflow_path)
+                name=value.name,
+                kind=NodeKind.AGENT,
+                path=path,
+                agent=self.agent(value, workflow_path, node=True),
             )
         if isinstance(value, BaseAgent) and type(value).__name__ == "RemoteA2aAgent":
             agent = self._custom(
@@ -415,6 +366,51 @@ class TreeReader:
 # --- helpers -----------------------------------------------------------------------------------------
 
 
+def _non_text_parts(static: Any) -> list[str]:
+    """The kinds of a static instruction's parts that are not text (`inline_data`, `file_data`, ...)."""
+    if isinstance(static, str):
+        return []
+    if isinstance(static, (list, tuple)):
+        return list(dict.fromkeys(kind for item in static for kind in _non_text_parts(item)))
+    parts = getattr(static, "parts", None)
+    if parts is not None:
+        return _non_text_parts(list(parts))
+    if getattr(static, "text", None) is not None:
+        return []
+    fields = getattr(static, "model_fields_set", None) or ()
+    return [field for field in fields if field != "text"] or [type(static).__name__]
+
+
+def _tree(value: Any) -> list[Any]:
+    """`value` and every agent and node under it (sub-agents, AgentTool agents, workflow nodes)."""
+    from importers.adk.session import children
+
+    found = [value]
+    for child in children(value):
+        found.extend(_tree(child))
+    return found
+
+
+def _holds_todays_date(text: str) -> bool:
+    """Whether `text` holds today's date as a program computing it at import time writes it."""
+    import datetime
+
+    today = datetime.date.today()
+    forms = {
+        today.isoformat(),
+        today.strftime("%m/%d/%Y"),
+        today.strftime("%d/%m/%Y"),
+        today.strftime("%d.%m.%Y"),
+        today.strftime("%B %d, %Y"),
+        today.strftime("%B %-d, %Y"),
+        today.strftime("%d %B %Y"),
+        today.strftime("%-d %B %Y"),
+        today.strftime("%b %d, %Y"),
+        today.strftime("%b %-d, %Y"),
+    }
+    return any(form in text for form in forms)
+
+
 def _runs_like(value: Any, base: type) -> bool:
     """Whether `value` is a `base` that runs as `base` does (a subclass may override the run)."""
     return isinstance(value, base) and type(value)._run_async_impl is base._run_async_impl
@@ -442,101 +438,10 @@ def _routes(route: Any) -> tuple[Any, ...] | None:
     return tuple(route) if isinstance(route, list) else (route,)
 
 
-def _declaration(tool: Any) -> Any:
-    try:
-        return tool._get_declaration()
-    except Exception:  # a tool that cannot describe itself: treated like one without a declaration
-        return None
-
-
-def _declared_parameters(tool: Any) -> tuple[ToolParameter, ...]:
-    """The arguments the model fills in, from the declaration ADK gives the model."""
-    declaration = _declaration(tool)
-    if declaration is None:
-        return ()
-    schema = getattr(declaration, "parameters_json_schema", None)
-    if isinstance(schema, dict):
-        properties = schema.get("properties") or {}
-        required = set(schema.get("required") or ())
-        return tuple(
-            ToolParameter(
-                name=name,
-                type=_json_schema_type(spec),
-                default=spec.get("default") if isinstance(spec, dict) else None,
-                has_default=name not in required,
-            )
-            for name, spec in properties.items()
-        )
-    parameters = getattr(declaration, "parameters", None)
-    properties = getattr(parameters, "properties", None) or {}
-    required = set(getattr(parameters, "required", None) or ())
-    return tuple(
-        ToolParameter(
-            name=name,
-            type=_JSON_TYPES.get(str(getattr(spec.type, "value", spec.type) or "").lower()),
-            default=getattr(spec, "default", None),
-            has_default=name not in required,
-        )
-        for name, spec in properties.items()
-    )
-
-
-def _json_schema_type(spec: Any) -> str | None:
-    if not isinstance(spec, dict):
-        return None
-    kind = spec.get("type")
-    if isinstance(kind, list):
-        kinds = [item for item in kind if item != "null"]
-        kind = kinds[0] if len(kinds) == 1 else None
-    if kind is None and isinstance(spec.get("anyOf"), list):
-        kinds = [option.get("type") for option in spec["anyOf"] if isinstance(option, dict)]
-        kinds = [item for item in kinds if item and item != "null"]
-        kind = kinds[0] if len(kinds) == 1 else None
-    base = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
-    items = spec.get("items")
-    if (
-        base == "list"
-        and isinstance(items, dict)
-        and _JSON_TYPES.get(items.get("type", "")) not in (None, "list", "dict")
-    ):
-        return f"list[{_JSON_TYPES[items['type']]}]"
-    return base
-
-
-def _takes_context(tool: Any, function: Callable[..., Any]) -> bool:
-    """Whether ADK passes the function a context (ToolContext / Context) it cannot get from PAL."""
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return True
-    name = getattr(tool, "_context_param_name", "tool_context")
-    return name in parameters or "tool_context" in parameters
-
-
-def _return_type(function: Any) -> str | None:
-    try:
-        annotation = inspect.signature(function).return_annotation
-    except (TypeError, ValueError):
-        return None
-    if annotation is inspect.Signature.empty:
-        return None
-    if isinstance(annotation, str):
-        return annotation if annotation.isidentifier() else None
-    return pal_type(annotation)
-
-
 def _yields_request_input(function: Any) -> bool:
     """Whether a node function uses ADK's `RequestInput` (it then waits for the user)."""
     code = getattr(function, "__code__", None)
-    return code is not None and any("RequestInput" in names for names in _code_names(code))
-
-
-def _code_names(code: CodeType) -> list[tuple[str, ...]]:
-    found = [code.co_names]
-    for constant in code.co_consts:
-        if isinstance(constant, CodeType):
-            found.extend(_code_names(constant))
-    return found
+    return code is not None and any("RequestInput" in names for names in code_names(code))
 
 
 __all__ = ["START", "TreeReader", "root_of"]

@@ -10,7 +10,10 @@ from the `$session` (its state, its `temp:` keys, its events as history):
 - `instruction`: an LLM agent's instruction with its `{state_key}` templates filled by ADK's
   `inject_session_state` (an instruction provider is called with a real `ReadonlyContext`).
 - `call_tool`: a tool that needs ADK (a `ToolContext`, a `BaseTool` subclass, `exit_loop`), through
-  its own `run_async`; its state changes and actions (escalate, skip summarization) become an event.
+  ADK's confirmation gate and its own `run_async`; its state changes and actions (escalate, skip
+  summarization) become an event; a confirmation ADK's gate asks for is asked of the run's user at once;
+- `resume_tools`: the calls of tools that asked for confirmation themselves, resumed after the agent's turn
+  with the user's answer (as ADK resumes a paused invocation with the client's `ToolConfirmation`).
 - `run_node`: one node of a `Workflow` (a function node, a custom node or agent), run by ADK's
   `Runner` as a dynamic node of a one-node driver, so parameter binding, `Event` / `RequestInput`
   yields, routes and state writes are ADK's.
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
 import sys
 import uuid
@@ -449,32 +453,134 @@ def _tool_arguments(tool: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-async def call_tool(session: dict, source: str, path: str, tool: str, arguments: dict) -> dict:
+async def call_tool(
+    session: dict, source: str, path: str, tool: str, arguments: dict, confirmed: bool | None = None
+) -> dict:
     """`{"session": ..., "result": ...}` after tool `tool` of the LLM agent at `path` ran with
     `arguments` through its own `run_async` and a real `ToolContext`: what it wrote to state, and its
-    escalate and skip-summarization actions, are one event of the agent."""
-    from google.adk.tools.tool_context import ToolContext
+    escalate and skip-summarization actions, are one event of the agent.
+
+    Confirmations, as ADK asks for them:
+    - `confirmed` is the user's answer to a tool that always needs confirmation (`require_confirmation=True`:
+      the program asked through PAL's approval path before calling);
+    - a tool whose confirmation ADK's gate decides per call (`require_confirmation` a function of the
+      arguments, a tool class's `check_require_confirmation`) pauses ADK's run without a model call: here
+      its hint is said to the run's user, whose answer resumes the call at once (yes or no);
+    - a tool that asks itself (`tool_context.request_confirmation(...)`) returns its result to the model,
+      as in ADK; the request waits in the session (`confirmations`) until the agent's turn has answered,
+      then `resume_tools` asks the user and runs the tool again."""
+    from google.adk.tools.tool_confirmation import ToolConfirmation
 
     agent = find(source, path)
     found = find_tool(agent, tool)
+    call_id = f"pal-{uuid.uuid4().hex[:12]}"
+    given = None if confirmed is None else ToolConfirmation(confirmed=confirmed)
+    session, result, requested, gated = await _run_tool(session, agent, found, arguments, call_id, given)
+    if requested is not None and gated:
+        answer = await _ask_to_confirm(found.name, requested)
+        session, result, _, _ = await _run_tool(session, agent, found, arguments, call_id, answer)
+    elif requested is not None:
+        waiting = {
+            "tool": found.name,
+            "arguments": dict(arguments),
+            "hint": requested.hint,
+            "payload": requested.payload,
+        }
+        session = {**session, CONFIRMATIONS: [*session.get(CONFIRMATIONS, ()), waiting]}
+    return {"session": session, "result": jsonable(result)}
+
+
+CONFIRMATIONS = "confirmations"
+"""The `$session` key of the tool calls waiting for the user's confirmation (`tool_context.request_confirmation`)."""
+
+
+async def resume_tools(session: dict, source: str, path: str) -> dict:
+    """`{"session": ..., "results": [...]}`: each tool call of the agent at `path` that asked for confirmation
+    in this turn, resumed with the run's user's answer (as an ADK client answers `adk_request_confirmation`),
+    and what it returned, as conversation lines for the agent's next model turn (none: nothing waited)."""
+    waiting = list(session.get(CONFIRMATIONS, ()))
+    session = {key: value for key, value in session.items() if key != CONFIRMATIONS}
+    if not waiting:
+        return {"session": session, "results": []}
+    from google.adk.tools.tool_confirmation import ToolConfirmation
+
+    agent = find(source, path)
+    results = []
+    for call in waiting:
+        found = find_tool(agent, call["tool"])
+        requested = ToolConfirmation(hint=call["hint"] or "", payload=call["payload"])
+        answer = await _ask_to_confirm(found.name, requested)
+        call_id = f"pal-{uuid.uuid4().hex[:12]}"
+        session, result, _, _ = await _run_tool(session, agent, found, call["arguments"], call_id, answer)
+        shown = json.dumps(jsonable(result), ensure_ascii=False, default=str)
+        results.append(f"{found.name} (resumed after the user's confirmation) returned: {shown}")
+    return {"session": session, "results": results}
+
+
+async def _run_tool(
+    session: dict, agent: Any, found: Any, arguments: Mapping[str, Any], call_id: str, confirmation: Any
+) -> tuple[dict, Any, Any, bool]:
+    """(session after, result, the ToolConfirmation asked for or None, whether ADK's gate asked for it rather
+    than the tool): one run of the tool."""
+    from google.adk.tools._confirmation_utils import apply_confirmation_gate
+    from google.adk.tools.tool_context import ToolContext
+    from google.adk.utils._sync_runner import _use_sync_callable_context
+
     service, adk = await _adk_session(session)
     context = ToolContext(
         _invocation(service, adk, agent, str(session.get("message", ""))),
-        function_call_id=f"pal-{uuid.uuid4().hex[:12]}",
+        function_call_id=call_id,
+        tool_confirmation=confirmation,
     )
-    result = await found.run_async(args=_tool_arguments(found, arguments), tool_context=context)
+    given = _tool_arguments(found, arguments)
+    with _use_sync_callable_context(context):
+        # The gate ADK's flow puts before every tool: one that needs confirmation answers instead of running.
+        result = await apply_confirmation_gate(found, given, context)
+        gated = result is not None
+        if result is None:
+            result = await found.run_async(args=given, tool_context=context)
     actions = context.actions
+    requested = actions.requested_tool_confirmations.get(call_id)
     records = []
-    if actions.state_delta or actions.escalate or actions.skip_summarization:
+    # A run that stops for a confirmation ends ADK's turn until the user answers; here the answer comes in
+    # the same run, so that pause is not the turn's skip_summarization.
+    skip = bool(actions.skip_summarization) and requested is None
+    if actions.state_delta or actions.escalate or skip:
         records.append(
             record_event(
                 agent.name,
                 state_delta=actions.state_delta,
                 escalate=bool(actions.escalate),
-                skip_summarization=bool(actions.skip_summarization),
+                skip_summarization=skip,
             )
         )
-    return {"session": append_events(session, records), "result": jsonable(result)}
+    return append_events(session, records), result, requested, gated or bool(actions.skip_summarization)
+
+
+_YES = frozenset({"y", "yes", "ok", "approve", "allow", "confirm", "true"})
+"""Answers that confirm a tool call (as PAL's approvals read them, and `true`)."""
+
+
+async def _ask_to_confirm(tool: str, requested: Any) -> Any:
+    """The ToolConfirmation the run's user gives for the call of `tool` that asked for one."""
+    from google.adk.tools.tool_confirmation import ToolConfirmation
+
+    from importers.common.user_input import message_text
+    from runtime.python_api import Say, WaitForMessage
+
+    hint = requested.hint or f"The tool {tool} needs your confirmation."
+    wants = "a JSON object to confirm with (or no)" if requested.payload is not None else "yes or no"
+    await Say("user", f"{hint} ({wants})")
+    text = message_text(await WaitForMessage("human")).strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        if set(value) <= {"confirmed", "payload", "hint"}:
+            return ToolConfirmation.model_validate({"hint": hint, "confirmed": True, **value})
+        return ToolConfirmation(hint=hint, confirmed=True, payload=value)
+    return ToolConfirmation(hint=hint, confirmed=text.lower() in _YES, payload=requested.payload)
 
 
 async def run_node(
@@ -551,6 +657,7 @@ __all__ = [
     "load_source",
     "make_importable",
     "record_event",
+    "resume_tools",
     "run_agent",
     "run_node",
     "session_events",

@@ -39,10 +39,12 @@ from importers.adk.session import (
     call_tool,
     instruction,
     record_event,
+    resume_tools,
     run_agent,
     run_node,
     session_events,
 )
+from importers.common.user_input import message_text
 
 _events = session_events
 
@@ -236,15 +238,6 @@ def with_output(session: dict, output: Any = None) -> dict:
 # --- waits and failures --------------------------------------------------------------------------
 
 
-def message_text(message: Any) -> str:
-    """The text of what the user answered: a reply read with `WaitForMessage` (a list of messages)
-    counts as its last message's content."""
-    if isinstance(message, list) and message:
-        message = message[-1]
-    content = getattr(message, "content", message)
-    return content if isinstance(content, str) else json.dumps(content, default=str)
-
-
 def unsupported(subject: str, reason: str) -> None:
     """Stand-in for a part of an ADK program the import could not express (reported when imported)."""
     raise AgentStepError(f"{subject}: {reason}; the import reported this, so the program cannot run here")
@@ -271,6 +264,7 @@ HELPERS: Mapping[str, Callable[..., Any]] = {
     "agent_callback": agent_callback,
     "instruction": instruction,
     "call_tool": call_tool,
+    "resume_tools": resume_tools,
     "run_node": run_node,
 }
 """Every helper the importer may bind a playbook to, by function name."""

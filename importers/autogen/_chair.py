@@ -359,6 +359,8 @@ class ChairSteps:
         steps.add("EXE", f"$transitions:dict = {literal(options['transitions'])}")
         steps.add("EXE", f"$fallback:dict = {literal(options['fallback'])}")
         steps.add("EXE", f"$last_speaker:str = {literal(options['initiator'])}")
+        if options.get("executes"):
+            steps.add("EXE", f"$executes:dict = {literal(options['executes'])}")
         if options.get("select_prompt"):
             self.notes.append(
                 f"To choose the next speaker: {' '.join(str(options['select_prompt']).split())}"
@@ -407,6 +409,16 @@ class ChairSteps:
         body = StepList()
         body.add("EXE", "$eligible = $fallback[$last_speaker]")
         steps.branch("If $eligible == []", body)
+        if options.get("executes"):
+            body = StepList()
+            body.add(
+                "EXE",
+                f"$eligible = {self.helper('tool_executors')}(message=$last, executes=$executes, candidates=$eligible)",
+            )
+            stop = StepList()
+            self.stop(stop, '"No next speaker selected"')
+            body.branch("If $eligible == []", stop)
+            steps.branch('If "tool_calls" in $last', body)
         body = StepList()
         body.add("EXE", "$choice = $eligible[0]")
         body.jump("chosen")

@@ -25,7 +25,9 @@ AGENT_FEATURE = Code(
     summary="part of an LLM agent is not expressed (handoffs, memory, ...)",
 )
 TOOL_WITHOUT_IMPORT_PATH = Code(
-    code="AG105", name="tool-without-import-path", summary="a tool's function cannot be imported by path"
+    code="AG105",
+    name="tool-without-import-path",
+    summary="no longer reported (tools run through the live agents); kept so that the code is never reused",
 )
 AGENT_EVENTS = Code(
     code="AG106",

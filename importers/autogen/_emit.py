@@ -17,18 +17,20 @@ from collections.abc import Iterable
 from importers.autogen import support as autogen_support
 from importers.autogen._chair import MEETING_PLAYBOOK, ChairSteps
 from importers.autogen._model import Member, MemberKind, Team
-from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
-from importers.common.naming import Namer, camel_case, safe_description
+from importers.autogen._turns import (
+    REPLY_PLAYBOOK,
+    RESPOND_PLAYBOOK,
+    ag2_playbooks,
+    assistant_playbooks,
+    user_reply_playbook,
+)
+from importers.common.emit import AgentParts, SupportModule, numbered_notes
+from importers.common.naming import safe_description
 from importers.common.steps import StepList, literal
 from pal_core.ir import Agent, Metadata, Parameter, Playbook, Program, Trigger
 
 ENTRY_PLAYBOOK = "Run"
 """The chair's playbook that runs the chat on a task and returns the transcript."""
-RESPOND_PLAYBOOK = "Respond"
-"""An LLM participant's playbook: the model writes its next message."""
-REPLY_PLAYBOOK = "Reply"
-"""A participant's public playbook running the live agent: its turn, callable from outside the meeting too
-(`exporters.autogen.as_autogen_agent(program, playbook="Alice.Reply")` puts it back in an AutoGen team)."""
 SUPPORT = SupportModule(
     autogen_support,
     name="autogen",
@@ -132,6 +134,9 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     steps.add("EXE", f"$names:dict = {literal(names)}")
     steps.add("EXE", "$heard:list = []")
     steps.add("EXE", "$history:list = []")
+    if member.kind is MemberKind.LLM:
+        steps.add("EXE", "$round_calls:list = []")
+        steps.add("EXE", "$tool_results:list = []")
     steps.label("listen")
     steps.add("EXE", '$new:list = WaitForMessage("meeting")')
     steps.add("EXE", "$heard = $heard + $new")
@@ -154,26 +159,22 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     if member.kind is MemberKind.PYTHON:
         steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(new_messages=$input)")
         extra.append(_reply_playbook(team, member, helper("agent_reply"), "new_messages"))
+    elif member.kind is MemberKind.USER:
+        steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(new_messages=$input)")
+        extra.append(user_reply_playbook(member, helper))
     elif member.kind is MemberKind.AG2_PYTHON:
         steps.add("EXE", "$history = $history + $input")
         steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(messages=$history)")
         extra.append(_reply_playbook(team, member, helper("ag2_reply"), "messages"))
+    elif member.kind is MemberKind.LLM and team.framework == "ag2":
+        steps.add("EXE", "$history = $history + $input")
+        steps.add("EXE", f"$reply:dict = {REPLY_PLAYBOOK}(messages=$history)")
+        extra.append(_reply_playbook(team, member, helper("ag2_reply"), "messages", model=True))
+        extra.extend(ag2_playbooks(member, parts.namer, helper))
     elif member.kind is MemberKind.LLM:
         steps.add("EXE", "$history = $history + $input")
-        source = literal(member.name)
-        if member.handoffs:
-            steps.add("EXE", f"$answer:dict = {RESPOND_PLAYBOOK}(conversation=$history)")
-            steps.add("EXE", f'$reply:dict = {{"source": {source}, "content": $answer["content"]}}')
-            body = StepList()
-            body.add(
-                "EXE",
-                f'$reply = {{"source": {source}, "content": $answer["content"], "handoff": $answer["handoff"]}}',
-            )
-            steps.branch('If "handoff" in $answer', body)
-        else:
-            steps.add("EXE", f"$answer:str = {RESPOND_PLAYBOOK}(conversation=$history)")
-            steps.add("EXE", f'$reply:dict = {{"source": {source}, "content": $answer}}')
-        extra.extend(_llm_playbooks(member, parts.namer))
+        steps.add("EXE", f"$reply:dict = {RESPOND_PLAYBOOK}(conversation=$history)")
+        extra.extend(assistant_playbooks(team, member, parts.namer, helper))
     else:
         steps.add("EXE", f"{helper('unsupported')}(reason={literal(member.reason)})")
         steps.add("EXE", f'$reply:dict = {{"source": {literal(member.name)}, "content": None}}')
@@ -187,16 +188,14 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     body = StepList()
     body.add("EXE", f"$to = {literal('meeting @' + chair + ' @human')}")
     steps.branch('If "handoff" in $reply and $reply["handoff"] not in $names', body)
-    steps.add("EXE", f"$text:str = {literal('@' + chair)}")
-    body = StepList()
-    body.add("EXE", '$text = $reply["content"]')
-    steps.branch('If $reply["content"] != None', body)
+    steps.add("EXE", f"$text:str = {helper('meeting_text')}(reply=$reply, chair={literal(chair)})")
     steps.add("QUE", "Say($to, $text)")
     steps.jump("listen")
     how = {
         MemberKind.PYTHON: "its turn runs the live agent (`on_messages_stream`) on what it heard since its last turn",
         MemberKind.AG2_PYTHON: "its turn runs the live agent (`a_generate_reply`) on the whole conversation",
         MemberKind.LLM: f"its turn is {RESPOND_PLAYBOOK}, which the model executes with the agent's system message",
+        MemberKind.USER: "its turn asks the run's user, as AutoGen's UserProxyAgent asks at the console",
         MemberKind.UNSUPPORTED: f"it cannot take a turn: {member.reason}",
     }[member.kind]
     meeting = Playbook(
@@ -215,64 +214,35 @@ def _member_agent(team: Team, member: Member, names: dict[str, str], agents: dic
     return parts.build()
 
 
-def _reply_playbook(team: Team, member: Member, helper: str, parameter: str) -> Playbook:
+def _reply_playbook(
+    team: Team, member: Member, helper: str, parameter: str, *, model: bool = False
+) -> Playbook:
     steps = StepList()
+    ask = ", model=True" if model else ""
     steps.add(
         "EXE",
-        f"$reply:dict = {helper}(messages=${parameter}, team={literal(team.source)}, agent={literal(member.name)})",
+        f"$reply:dict = {helper}(messages=${parameter}, team={literal(team.source)}, agent={literal(member.name)}{ask})",
     )
+    if model:
+        body = StepList()
+        body.add("EXE", f"$reply = {RESPOND_PLAYBOOK}(conversation=${parameter})")
+        steps.branch('If "ask_model" in $reply', body)
     steps.add("RET", "$reply")
     what = "since its last turn" if parameter == "new_messages" else "so far"
+    how = (
+        "its reply functions (human input, tool and code execution, its own) run in ag2, and when they leave the "
+        f"answer to the model, {RESPOND_PLAYBOOK} writes it"
+        if model
+        else "the live agent's answer"
+    )
     return Playbook(
         name=REPLY_PLAYBOOK,
         parameters=(Parameter(name=parameter, type="list"),),
         returns="dict",
         description=safe_description(
-            f"{member.name}'s turn: the live agent's answer to the conversation {what} (transcript entries), as "
+            f"{member.name}'s turn: {how} to the conversation {what} (transcript entries), as "
             '{"source": ..., "content": ..., "handoff": ...}.'
         ),
         metadata=Metadata(public=True),
         steps=steps.build(),
     )
-
-
-def _llm_playbooks(member: Member, namer: Namer) -> list[Playbook]:
-    notes = [
-        "$conversation is the chat so far: each entry's source is who spoke, content what they said; the "
-        f"entries from {member.name} are yours.",
-        "Write your next message in the chat and return it as text with Return[...]; call your tools (the "
-        "other playbooks) first when they help, and return what they give when that is the answer.",
-    ]
-    if member.handoffs:
-        notes[1] = (
-            'Write your next message in the chat and return it as {"content": <your message>} with Return[...]; '
-            "call your tools (the other playbooks) first when they help."
-        )
-        notes.append(
-            "To hand the conversation to another agent, call its TransferTo playbook and return what it returns."
-        )
-    respond = Playbook(
-        name=RESPOND_PLAYBOOK,
-        parameters=(Parameter(name="conversation", type="list"),),
-        returns="dict" if member.handoffs else "str",
-        description=safe_description(member.system_message or "You are a helpful AI assistant."),
-        metadata=Metadata(execution_mode="react"),
-        notes=numbered_notes(notes),
-    )
-    # A tool or hand-off named like a playbook the agent already has (`respond`, `take_turn`) gets a suffix.
-    tools = [tool_playbook(tool, name=namer.take(camel_case(tool.name), "Tool")) for tool in member.tools]
-    transfers = []
-    for handoff in member.handoffs:
-        steps = StepList()
-        steps.add("RET", literal({"handoff": handoff.target, "content": handoff.message}))
-        transfers.append(
-            Playbook(
-                name=namer.take(camel_case(handoff.name), "Handoff"),
-                returns="dict",
-                description=safe_description(
-                    handoff.description or f"Hand the conversation to {handoff.target}."
-                ),
-                steps=steps.build(),
-            )
-        )
-    return [respond, *tools, *transfers]

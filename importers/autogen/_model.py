@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from importers.common.model import BoundTool
-
 
 class MemberKind(StrEnum):
     """How a participant takes its turn in the imported program."""
@@ -19,6 +17,8 @@ class MemberKind(StrEnum):
     """An ag2 agent without an LLM: its turn calls the live agent's `a_generate_reply` (no model)."""
     LLM = "llm"
     """An AssistantAgent or an ag2 agent with an LLM: a playbook the run's model executes."""
+    USER = "user"
+    """An AutoGen UserProxyAgent reading the console: its turn asks the run's user (`Say`, `WaitForMessage`)."""
     UNSUPPORTED = "unsupported"
     """Something the importer cannot run (a nested team, ...): its turn fails with the reason."""
 
@@ -38,6 +38,33 @@ class Handoff:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolArgument:
+    """One argument of a tool, as the framework declares it to the model (its JSON schema)."""
+
+    name: str
+    """The argument's name."""
+    type: str | None
+    """Its PAL type, or None when the schema gives none PAL has."""
+    required: bool = True
+    """Whether the model must give it."""
+    default: Any = None
+    """The schema's default when it is not required (None: left out of the call)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatTool:
+    """A tool an LLM participant may call: an AutoGen agent's tool (run by the live agent's workbench), or a
+    function an ag2 agent registered for its LLM (the call is suggested in the chat; its executor runs it)."""
+
+    name: str
+    """The name the model calls it by."""
+    description: str
+    """What it does, as the framework tells the model."""
+    arguments: tuple[ToolArgument, ...] = ()
+    """The arguments the model fills in, required ones first."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Member:
     """One participant."""
 
@@ -53,10 +80,14 @@ class Member:
     """The framework class, `module.Class`."""
     system_message: str | None = None
     """An LLM agent's system message."""
-    tools: tuple[BoundTool, ...] = ()
+    tools: tuple[ChatTool, ...] = ()
     """An LLM agent's tools."""
     handoffs: tuple[Handoff, ...] = ()
     """An LLM agent's hand-offs."""
+    reflect_on_tool_use: bool = False
+    """AssistantAgent: after its tool calls the model writes the reply (else the reply is their summary)."""
+    max_tool_iterations: int = 1
+    """AssistantAgent: how many rounds of tool calls one turn may make before it ends."""
     reason: str = ""
     """Why an UNSUPPORTED member is not run."""
 

@@ -11,26 +11,53 @@ from __future__ import annotations
 
 import ast
 import inspect
-import typing
 from typing import Any
 
 from importers.autogen._diagnostics import (
     AGENT_EVENTS,
     AGENT_FEATURE,
     FUNCTION_WITHOUT_IMPORT_PATH,
+    GROUP_CHAT_FEATURE,
     MESSAGE_TYPES,
     TERMINATION_NOT_EXPRESSED,
-    TOOL_WITHOUT_IMPORT_PATH,
     UNSUPPORTED_PARTICIPANT,
 )
-from importers.autogen._model import Handoff, Member, MemberKind, Policy, Team, Termination
+from importers.autogen._model import (
+    ChatTool,
+    Handoff,
+    Member,
+    MemberKind,
+    Policy,
+    Team,
+    Termination,
+    ToolArgument,
+)
 from importers.common.diagnostics import Findings
-from importers.common.model import BoundTool
-from importers.common.naming import Namer, camel_case
-from importers.common.pal_types import pal_type
+from importers.common.naming import RESERVED_AGENT_NAMES, Namer, camel_case
+from importers.common.pal_types import json_schema_type
 from importers.common.paths import class_path, import_path
 
-_TEXT_TYPES = frozenset({"TextMessage", "HandoffMessage"})
+_TEXT_TYPES = frozenset({"TextMessage", "HandoffMessage", "ToolCallSummaryMessage"})
+_BUILT_IN_MESSAGES = frozenset(
+    {
+        "TextMessage",
+        "HandoffMessage",
+        "ToolCallSummaryMessage",
+        "StopMessage",
+        "MultiModalMessage",
+        "StructuredMessage",
+        "MemoryQueryEvent",
+        "ModelClientStreamingChunkEvent",
+        "ThoughtEvent",
+        "ToolCallRequestEvent",
+        "ToolCallExecutionEvent",
+        "UserInputRequestedEvent",
+        "SelectSpeakerEvent",
+        "SelectorEvent",
+        "CodeGenerationEvent",
+        "CodeExecutionEvent",
+    }
+)
 
 
 def function_path(function: Any, subject: str, what: str, findings: Findings) -> str | None:
@@ -108,9 +135,13 @@ def _text_test(node: ast.Lambda) -> dict[str, Any] | None:
 
 
 def pal_names(names: list[str], reserved: set[str]) -> dict[str, str]:
-    """A unique CamelCase PAL agent name for each framework name (`writer`, `writer2`, ...)."""
-    namer = Namer(reserved)
-    return {name: namer.take(camel_case(name)) for name in names}
+    """A unique CamelCase PAL agent name for each framework name (`writer`, `writer2`, ...); a name the
+    runtime reads as the user's (`user`) gets `Agent` after it."""
+    namer = Namer(reserved | RESERVED_AGENT_NAMES)
+    return {
+        name: namer.take(camel_case(name), "Agent" if camel_case(name) in RESERVED_AGENT_NAMES else "")
+        for name in names
+    }
 
 
 # --- participants ------------------------------------------------------------------------------------
@@ -134,6 +165,8 @@ def read_member(agent: Any, pal: str, subject: str, findings: Findings) -> Membe
         return Member(kind=MemberKind.UNSUPPORTED, reason=reason, **common)
     if type(agent) is AssistantAgent:
         return _assistant(agent, where, findings, common)
+    if _reads_the_console(agent):
+        return Member(kind=MemberKind.USER, **common)
     if not isinstance(agent, BaseChatAgent):
         reason = f"it is a {type(agent).__name__}, not a BaseChatAgent"
         findings.add(UNSUPPORTED_PARTICIPANT, where, reason)
@@ -166,8 +199,9 @@ def read_member(agent: Any, pal: str, subject: str, findings: Findings) -> Membe
 
 
 def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any]) -> Member:
+    from autogen_core.model_context import UnboundedChatCompletionContext
+
     system = "\n\n".join(str(message.content) for message in getattr(agent, "_system_messages", []))
-    features = []
     handoffs = tuple(
         Handoff(
             name=str(handoff.name),
@@ -177,64 +211,66 @@ def _assistant(agent: Any, where: str, findings: Findings, common: dict[str, Any
         )
         for handoff in (getattr(agent, "_handoffs", None) or {}).values()
     )
+    features = []
     if getattr(agent, "_memory", None):
-        features.append("memory")
+        features.append("memory (what it adds to the model's context)")
     if getattr(agent, "_output_content_type", None) is not None:
-        features.append("structured output (output_content_type)")
-    if getattr(agent, "_reflect_on_tool_use", False):
+        features.append("structured output (output_content_type): the reply is text, not a StructuredMessage")
+    context = getattr(agent, "_model_context", None)
+    if context is not None and type(context) is not UnboundedChatCompletionContext:
         features.append(
-            "reflect_on_tool_use (the model answers after its tools; PAL does the same in its react loop)"
+            f"its model context {type(context).__name__} (the model is shown the whole conversation, not what "
+            "this context keeps of it)"
         )
     workbenches = getattr(agent, "_workbench", [])
     if any(type(bench).__name__ != "StaticStreamWorkbench" for bench in workbenches):
         features.append("a workbench (MCP tools): bind an MCP server as a remote agent instead")
     for feature in features:
-        findings.add(AGENT_FEATURE, where, f"not expressed: {feature}; the agent answers with text")
-    tools: list[BoundTool] = []
-    for tool in getattr(agent, "_tools", []):
-        read = _tool(tool, where, findings)
-        if read is not None:
-            tools.append(read)
-    return Member(
-        kind=MemberKind.LLM, system_message=system or None, tools=tuple(tools), handoffs=handoffs, **common
-    )
-
-
-def _tool(tool: Any, where: str, findings: Findings) -> BoundTool | None:
-    function = getattr(tool, "_func", None)
-    subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
-    if not callable(function):
-        findings.add(
-            TOOL_WITHOUT_IMPORT_PATH,
-            subject,
-            f"it is a {type(tool).__name__} without a Python function behind it",
+        findings.add(AGENT_FEATURE, where, f"not expressed: {feature}")
+    tools = tuple(
+        ChatTool(
+            name=str(tool.name),
+            description=str(getattr(tool, "description", "") or ""),
+            arguments=schema_arguments(tool.schema.get("parameters")),
         )
-        return None
-    path, why = import_path(function)
-    if path is None:
-        findings.add(TOOL_WITHOUT_IMPORT_PATH, subject, f"its function cannot be imported by path: {why}")
-        return None
-    try:
-        signature = inspect.signature(function)
-        hints = typing.get_type_hints(function)
-    except (TypeError, ValueError, NameError):
-        signature, hints = None, {}
-    parameters: list[tuple[str, str | None]] = []
-    if signature is not None:
-        for parameter in signature.parameters.values():
-            if parameter.name == "cancellation_token" or parameter.kind in (
-                parameter.VAR_POSITIONAL,
-                parameter.VAR_KEYWORD,
-            ):
-                continue
-            parameters.append((parameter.name, pal_type(hints.get(parameter.name))))
-    return BoundTool(
-        name=str(tool.name),
-        description=str(getattr(tool, "description", "") or ""),
-        path=path,
-        parameters=tuple(parameters),
-        returns=pal_type(hints.get("return")),
+        for tool in getattr(agent, "_tools", [])
     )
+    return Member(
+        kind=MemberKind.LLM,
+        system_message=system or None,
+        tools=tools,
+        handoffs=handoffs,
+        reflect_on_tool_use=bool(getattr(agent, "_reflect_on_tool_use", False)),
+        max_tool_iterations=int(getattr(agent, "_max_tool_iterations", 1)),
+        **common,
+    )
+
+
+def schema_arguments(parameters: Any) -> tuple[ToolArgument, ...]:
+    """The arguments a tool's JSON schema (`{"type": "object", "properties": ..., "required": [...]}`) declares
+    to the model, required ones first (as a PAL header lists them)."""
+    if not isinstance(parameters, dict):
+        return ()
+    properties = parameters.get("properties") or {}
+    required = set(parameters.get("required") or ())
+    arguments = [
+        ToolArgument(
+            name=str(name),
+            type=json_schema_type(spec),
+            required=name in required,
+            default=spec.get("default") if isinstance(spec, dict) and name not in required else None,
+        )
+        for name, spec in properties.items()
+    ]
+    return tuple(sorted(arguments, key=lambda argument: not argument.required))
+
+
+def _reads_the_console(agent: Any) -> bool:
+    """Whether an AutoGen UserProxyAgent asks its user at the console (its default input function)."""
+    from autogen_agentchat.agents import UserProxyAgent
+    from autogen_agentchat.agents._user_proxy_agent import cancellable_input
+
+    return type(agent) is UserProxyAgent and getattr(agent, "input_func", None) in (cancellable_input, input)
 
 
 # --- termination -------------------------------------------------------------------------------------
@@ -331,6 +367,17 @@ def read_team(team: Any, *, pal: str, source: str, findings: Findings) -> Team:
         policy = _magentic(team, members)
     else:
         raise TypeError(f"{type(team).__name__} is not a team kind this importer reads")
+    custom = [
+        kind.__name__
+        for kind in getattr(getattr(team, "_message_factory", None), "_message_types", {}).values()
+        if kind.__name__ not in _BUILT_IN_MESSAGES
+    ]
+    if custom:
+        findings.add(
+            MESSAGE_TYPES,
+            subject,
+            f"its custom_message_types ({', '.join(sorted(custom))}) travel in the meeting as their text",
+        )
     termination = read_termination(team._termination_condition, subject, findings)
     _events_matter(members, policy, termination, subject, findings)
     return Team(
@@ -375,6 +422,16 @@ def _events_matter(
 
 
 def _selector(team: Any, subject: str, findings: Findings) -> Policy:
+    from autogen_core.model_context import UnboundedChatCompletionContext
+
+    context = getattr(team, "_model_context", None)
+    if context is not None and type(context) is not UnboundedChatCompletionContext:
+        findings.add(
+            GROUP_CHAT_FEATURE,
+            subject,
+            f"the selector's model context {type(context).__name__} is not applied: the model choosing the next "
+            "speaker is shown the whole conversation",
+        )
     options: dict[str, Any] = {
         "prompt": str(team._selector_prompt),
         "allow_repeated_speaker": bool(team._allow_repeated_speaker),

@@ -10,21 +10,31 @@ speaker gives no reply, or `max_round` messages were said.
 
 from __future__ import annotations
 
-import inspect
-import typing
 from typing import Any
 
-from importers.autogen._diagnostics import (
-    AGENT_FEATURE,
-    GROUP_CHAT_FEATURE,
-    TOOL_WITHOUT_IMPORT_PATH,
-)
-from importers.autogen._model import Member, MemberKind, Policy, Team
-from importers.autogen._read import function_path, pal_names
+from importers.autogen._diagnostics import AGENT_FEATURE, GROUP_CHAT_FEATURE
+from importers.autogen._model import ChatTool, Member, MemberKind, Policy, Team
+from importers.autogen._read import function_path, pal_names, schema_arguments
 from importers.common.diagnostics import Findings
-from importers.common.model import BoundTool
-from importers.common.pal_types import pal_type
-from importers.common.paths import class_path, import_path
+from importers.common.paths import class_path
+
+_AUTO_DEFAULTS: dict[str, Any] = {
+    "max_retries_for_selecting_speaker": 2,
+    "select_speaker_auto_verbose": False,
+    "role_for_select_speaker_messages": "system",
+    "select_speaker_auto_llm_config": None,
+    "select_speaker_auto_model_client_cls": None,
+    "select_speaker_transform_messages": None,
+}
+"""ag2's settings of its nested select-speaker chat, with their defaults."""
+_LLM_HOOKS = (
+    "process_last_received_message",
+    "process_all_messages_before_reply",
+    "update_agent_state",
+    "safeguard_llm_inputs",
+    "safeguard_llm_outputs",
+)
+"""Hooks that change what an agent's LLM is shown or answers (the program's model answers instead)."""
 
 OUTSIDE = "user"
 """Who says the task when no initiator is named: someone outside the group."""
@@ -82,14 +92,26 @@ def read_group_chat(
     ):
         if getattr(groupchat, flag, False):
             findings.add(GROUP_CHAT_FEATURE, subject, text)
+    if options["method"] == "auto":
+        tuned = [
+            name for name, default in _AUTO_DEFAULTS.items() if getattr(groupchat, name, default) != default
+        ]
+        if tuned:
+            findings.add(
+                GROUP_CHAT_FEATURE,
+                subject,
+                f"the auto speaker selection's {', '.join(tuned)} are not applied: the program asks the run's model "
+                "once (no nested select-speaker chat) and falls back to the next in order",
+            )
     if getattr(groupchat, "eligibility_policies", None):
         findings.add(GROUP_CHAT_FEATURE, subject, "eligibility_policies are not applied to the candidates")
-    if groupchat.func_call_filter and any(getattr(agent, "function_map", None) for agent in agents):
-        findings.add(
-            GROUP_CHAT_FEATURE,
-            subject,
-            "func_call_filter (pick the agent that can run a suggested function call) is not applied",
-        )
+    if groupchat.func_call_filter:
+        # After a message suggesting calls, ag2 picks among the agents that can execute them.
+        options["executes"] = {
+            str(agent.name): sorted(agent.function_map)
+            for agent in agents
+            if getattr(agent, "function_map", None)
+        }
     return Team(
         name=pal,
         title=str(title),
@@ -146,51 +168,56 @@ def _member(agent: Any, pal: str, subject: str, findings: Findings) -> Member:
         reason = f"it is a {type(agent).__name__}, not a ConversableAgent"
         findings.add(AGENT_FEATURE, where, reason)
         return Member(kind=MemberKind.UNSUPPORTED, reason=reason, **common)
-    llm_config = getattr(agent, "llm_config", False)
-    if not llm_config:
-        return Member(kind=MemberKind.AG2_PYTHON, **common)
-    custom = [
-        entry["reply_func"].__name__
-        for entry in getattr(agent, "_reply_func_list", [])
-        if getattr(entry.get("reply_func"), "__module__", "").split(".")[0] != "autogen"
-    ]
-    if custom:
+    hooks = getattr(agent, "hook_lists", {}) or {}
+    if hooks.get("process_message_before_send"):
         findings.add(
             AGENT_FEATURE,
             where,
-            f"its registered reply functions ({', '.join(custom)}) run only in ag2; the imported agent answers "
-            "through the model",
+            "its process_message_before_send hooks are not run: the program takes the reply as the agent gives it",
         )
-    tools: list[BoundTool] = []
-    for tool in getattr(agent, "tools", []) or []:
-        read = _tool(tool, where, findings)
-        if read is not None:
-            tools.append(read)
+    llm_config = getattr(agent, "llm_config", False)
+    if not llm_config:
+        return Member(kind=MemberKind.AG2_PYTHON, **common)
+    changed = [name for name in _LLM_HOOKS if hooks.get(name)]
+    if changed:
+        findings.add(
+            AGENT_FEATURE,
+            where,
+            f"its {', '.join(changed)} hooks change what its LLM is shown or answers; the program's model is shown "
+            "the conversation and the system message as imported",
+        )
+    if _llm_setting(llm_config, "response_format"):
+        findings.add(
+            AGENT_FEATURE, where, "its structured output (response_format) is not checked: the reply is text"
+        )
+    tools = tuple(
+        ChatTool(
+            name=str(spec["function"]["name"]),
+            description=str(spec["function"].get("description") or ""),
+            arguments=schema_arguments(spec["function"].get("parameters")),
+        )
+        for spec in _llm_setting(llm_config, "tools")
+        if isinstance(spec, dict) and isinstance(spec.get("function"), dict) and spec["function"].get("name")
+    )
+    if _llm_setting(llm_config, "functions"):
+        findings.add(
+            AGENT_FEATURE,
+            where,
+            "its llm_config 'functions' (the deprecated function_call form) are not offered to the model; "
+            "register them as tools (register_function, register_for_llm)",
+        )
     return Member(
         kind=MemberKind.LLM,
         system_message=str(agent.system_message or "") or None,
-        tools=tuple(tools),
+        tools=tools,
         **common,
     )
 
 
-def _tool(tool: Any, where: str, findings: Findings) -> BoundTool | None:
-    function = getattr(tool, "func", None) or getattr(tool, "_func", None)
-    subject = f"{where}, tool {getattr(tool, 'name', '?')!r}"
-    path, why = import_path(function) if callable(function) else (None, "it has no Python function")
-    if path is None:
-        findings.add(TOOL_WITHOUT_IMPORT_PATH, subject, f"its function cannot be imported by path: {why}")
-        return None
-    hints = typing.get_type_hints(function)
-    parameters = tuple(
-        (parameter.name, pal_type(hints.get(parameter.name)))
-        for parameter in inspect.signature(function).parameters.values()
-        if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)
-    )
-    return BoundTool(
-        name=str(tool.name),
-        description=str(getattr(tool, "description", "") or ""),
-        path=path,
-        parameters=parameters,
-        returns=pal_type(hints.get("return")),
-    )
+def _llm_setting(llm_config: Any, key: str) -> list[Any]:
+    """`llm_config[key]` as a list (an LLMConfig object or a dict)."""
+    getter = getattr(llm_config, "get", None)
+    value = getter(key) if callable(getter) else getattr(llm_config, key, None)
+    if value is None or isinstance(value, (list, tuple)):
+        return list(value or [])
+    return [value]

@@ -8,22 +8,37 @@ framework's own objects where the program binds Python: a custom agent's `on_mes
 `generate_reply`, a `selector_func`, an edge condition. Live objects are found by the import path of
 the team (`module:attribute`) and the participant's name, so the program runs in a fresh process.
 
-Transcript entries are `{"source": name, "content": text}`, plus `"handoff": target` for a hand-off.
-The framework packages are imported only by the helpers that call them.
+Participants that answer through the run's model or user use the framework's own code for the rest of
+their turn: `run_tool` runs an AssistantAgent's tool through its workbench and `tool_summary` makes its
+ToolCallSummaryMessage; `ag2_reply` runs an ag2 agent's reply functions (human input through the run's
+user, tool and code execution) and, with `model=True`, leaves its LLM's reply to the program;
+`suggested_call` is an ag2 LLM agent's tool call suggestion; `tool_executors` is ag2's `func_call_filter`.
+
+Transcript entries are `{"source": name, "content": text}`, plus `"handoff": target` for a hand-off,
+`"type": "ToolCallSummaryMessage"` for a tool-call summary, and ag2's `"tool_calls"` / `"tool_responses"`;
+an entry with more than text and a hand-off travels in the meeting as `[[autogen]] ` and its JSON
+(`meeting_text`). The framework packages are imported only by the helpers that call them.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import random
 import re
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from importers.common.user_input import message_text
 from runtime.module_path import resolve
 
 _BARE_MENTIONS = re.compile(r"\s*(?:@\w+\s*)+")
 _MANAGERS: dict[int, Any] = {}
+ENVELOPE = "[[autogen]] "
+"""How a participant's meeting message starts when its entry carries more than text and a hand-off (a
+`ToolCallSummaryMessage`, an ag2 tool call or tool response): the rest is the entry as JSON."""
+_PLAIN_KEYS = frozenset({"source", "content", "handoff"})
 
 
 class ChatStepError(RuntimeError):
@@ -82,6 +97,28 @@ def _is_bare_turn(content: str) -> bool:
     return bool(_BARE_MENTIONS.fullmatch(content))
 
 
+def meeting_text(reply: dict, chair: str) -> str:
+    """What a participant says in the meeting for its transcript entry `reply`: its text (a bare `@Chair`
+    when it gave no reply), or the entry as JSON after `[[autogen]] ` when it carries more than text and a
+    hand-off (the message type, ag2 tool calls and responses)."""
+    if set(reply) - _PLAIN_KEYS:
+        return ENVELOPE + json.dumps({k: v for k, v in reply.items() if k not in ("source", "handoff")})
+    content = reply.get("content")
+    return f"@{chair}" if content is None else str(content)
+
+
+def _decoded(content: str) -> dict[str, Any]:
+    """The entry fields a meeting message's text carries (see `meeting_text`)."""
+    if content.startswith(ENVELOPE):
+        try:
+            fields = json.loads(content[len(ENVELOPE) :])
+        except ValueError:
+            fields = None
+        if isinstance(fields, dict):
+            return fields
+    return {"content": content}
+
+
 def _entry(message: Any, run: Any, chair: str, agents: Mapping[str, str]) -> dict[str, Any] | None:
     """The transcript entry of one meeting message, or None for turn-taking (a bare `@Name`)."""
     from pal_core.messaging import MessageType
@@ -100,7 +137,7 @@ def _entry(message: Any, run: Any, chair: str, agents: Mapping[str, str]) -> dic
         if _is_bare_turn(content):
             return None
         return {"source": agents.get(chair, chair), "content": content}
-    entry: dict[str, Any] = {"source": agents.get(sender, sender), "content": content}
+    entry: dict[str, Any] = {"source": agents.get(sender, sender), **_decoded(content)}
     handoff = [target for target in targets if target != chair]
     if handoff:
         entry["handoff"] = agents.get(handoff[0], handoff[0])
@@ -161,17 +198,24 @@ def chat_reply(heard: list, speaker: str, chair: str, agents: dict) -> dict:
 
 
 def _chat_message(entry: Mapping[str, Any]) -> Any:
-    from autogen_agentchat.messages import HandoffMessage, TextMessage
+    from autogen_agentchat.messages import HandoffMessage, TextMessage, ToolCallSummaryMessage
 
     content = entry.get("content")
     text = "" if content is None else str(content)
     if entry.get("handoff"):
         return HandoffMessage(source=str(entry["source"]), target=str(entry["handoff"]), content=text)
+    if entry.get("type") == SUMMARY:
+        return ToolCallSummaryMessage(source=str(entry["source"]), content=text, tool_calls=[], results=[])
     return TextMessage(source=str(entry["source"]), content=text)
 
 
+SUMMARY = "ToolCallSummaryMessage"
+"""The `type` of a transcript entry that is AutoGen's summary of an agent's tool calls (entries without a
+`type` are TextMessages, or HandoffMessages when they have a `handoff`)."""
+
+
 def _reply_entry(message: Any) -> dict[str, Any]:
-    from autogen_agentchat.messages import HandoffMessage
+    from autogen_agentchat.messages import HandoffMessage, ToolCallSummaryMessage
 
     content = getattr(message, "content", None)
     entry: dict[str, Any] = {
@@ -180,6 +224,8 @@ def _reply_entry(message: Any) -> dict[str, Any]:
     }
     if isinstance(message, HandoffMessage):
         entry["handoff"] = message.target
+    elif isinstance(message, ToolCallSummaryMessage):
+        entry["type"] = SUMMARY
     return entry
 
 
@@ -217,6 +263,57 @@ async def agent_reply(messages: list, team: str, agent: str) -> dict:
     if response is None:
         raise ChatStepError(f"agent {agent!r} produced no final response")
     return _reply_entry(response.chat_message)
+
+
+async def run_tool(team: str, agent: str, tool: str, arguments: dict) -> dict:
+    """Run tool `tool` of the AssistantAgent `agent` of `team` as AutoGen runs a model's tool call: through
+    the agent's workbench, with its argument checks; a failure is an error result, not an exception.
+    Returns `{"name", "arguments" (the call's JSON), "content" (the result's text), "is_error"}`."""
+    import asyncio
+
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core import CancellationToken, FunctionCall
+
+    member = participant(team, agent)
+    given = {key: value for key, value in arguments.items() if value is not None}
+    call = FunctionCall(id=f"pal-{uuid.uuid4().hex[:12]}", name=tool, arguments=json.dumps(given))
+    _, result = await AssistantAgent._execute_tool_call(
+        tool_call=call,
+        workbench=getattr(member, "_workbench", []),
+        handoff_tools=[],
+        agent_name=agent,
+        cancellation_token=CancellationToken(),
+        stream=asyncio.Queue(),
+    )
+    return {"name": tool, "arguments": call.arguments, "content": result.content, "is_error": result.is_error}
+
+
+def tool_summary(team: str, agent: str, calls: list) -> str:
+    """The text of the ToolCallSummaryMessage AssistantAgent `agent` ends its turn with after `calls` (what
+    `run_tool` returned), made by AutoGen's own summary with the agent's format or formatter."""
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_core import FunctionCall
+    from autogen_core.models import FunctionExecutionResult
+
+    member = participant(team, agent)
+    executed = [
+        (
+            FunctionCall(id=f"pal-{index}", name=call["name"], arguments=call["arguments"]),
+            FunctionExecutionResult(
+                content=call["content"], name=call["name"], call_id=f"pal-{index}", is_error=call["is_error"]
+            ),
+        )
+        for index, call in enumerate(calls)
+    ]
+    response = AssistantAgent._summarize_tool_use(
+        executed_calls_and_results=executed,
+        inner_messages=[],
+        handoffs=getattr(member, "_handoffs", {}),
+        tool_call_summary_format=getattr(member, "_tool_call_summary_format", "{result}"),
+        tool_call_summary_formatter=getattr(member, "_tool_call_summary_formatter", None),
+        agent_name=agent,
+    )
+    return str(response.chat_message.content)
 
 
 def _thread(messages: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -271,14 +368,23 @@ def _manager(team: str) -> Any:
 
 
 def _oai_messages(messages: Sequence[Mapping[str, Any]], agent: str) -> list[dict[str, Any]]:
-    return [
-        {
+    """The conversation as ag2 agent `agent` keeps it: its own messages as the assistant's, the others' as
+    the user's, tool calls as the assistant's and tool responses as the tool's."""
+    converted = []
+    for entry in messages:
+        message: dict[str, Any] = {
             "content": entry.get("content"),
             "role": "assistant" if entry.get("source") == agent else "user",
             "name": entry.get("source"),
         }
-        for entry in messages
-    ]
+        if entry.get("tool_calls"):
+            message["tool_calls"] = entry["tool_calls"]
+            message["role"] = "assistant"
+        if entry.get("tool_responses"):
+            message["tool_responses"] = entry["tool_responses"]
+            message["role"] = "tool"
+        converted.append(message)
+    return converted
 
 
 def _reply_text(reply: Any) -> str | None:
@@ -290,12 +396,91 @@ def _reply_text(reply: Any) -> str | None:
     return str(reply)
 
 
-async def ag2_reply(messages: list, team: str, agent: str) -> dict:
+def _ag2_entry(agent: str, reply: Any) -> dict[str, Any]:
+    """The transcript entry of an ag2 agent's reply, its content made text as `GroupChat.append` makes it
+    (a tool call's missing content is the text "None"); `content` None when it gave no reply."""
+    if reply is None:
+        return {"source": agent, "content": None}
+    if not isinstance(reply, dict):
+        return {"source": agent, "content": str(reply)}
+    from autogen.code_utils import content_str
+
+    content = reply.get("content")
+    if not isinstance(content, (str, list)):
+        content = str(content)
+    entry: dict[str, Any] = {"source": agent, "content": content_str(content)}
+    for key in ("tool_calls", "tool_responses"):
+        if reply.get(key):
+            entry[key] = reply[key]
+    return entry
+
+
+class _UserChannel:
+    """ag2's input and output streams during a turn: input asks the PAL run's user (said to the user, the
+    answer read as `WaitForMessage("human")` reads it: `pal run --message`, standard input, an MCP client's
+    wait), and ag2's printed events are not written (standard output carries the run's result)."""
+
+    def print(self, *objects: Any, sep: str = " ", end: str = "\n", flush: bool = False) -> None:
+        """ag2 prints the chat as it goes; the imported program's transcript is its result instead."""
+
+    def send(self, message: Any) -> None:
+        """ag2's events (`Replying as ...`, `USING AUTO REPLY`) are not shown."""
+
+    async def input(self, prompt: str = "", *, password: bool = False) -> str:
+        from runtime.python_api import Say, WaitForMessage
+
+        await Say("user", prompt)
+        from importers.common.user_input import message_text
+
+        return message_text(await WaitForMessage("human"))
+
+
+_ASK_MODEL = object()
+"""What an ag2 agent's LLM reply function returns during a turn the program's model answers."""
+
+
+async def _model_turn(*args: Any, **kwargs: Any) -> tuple[bool, Any]:
+    return True, _ASK_MODEL
+
+
+async def ag2_reply(messages: list, team: str, agent: str, model: bool = False) -> dict:
     """Run the live ag2 agent `agent` of `team` on the whole conversation (`messages`, transcript entries)
-    with `a_generate_reply`, as the manager asks its speaker; `content` is None when it gives no reply."""
+    with `a_generate_reply`, as the manager asks its speaker: its reply functions in ag2's order (human input
+    through the run's user, tool and code execution, its own functions). With `model`, the agent's LLM reply
+    is left to the program: the result is `{"source": agent, "ask_model": True}` when ag2 would call its LLM.
+    `content` is None when it gives no reply."""
+    from autogen import ConversableAgent
+    from autogen.io import IOStream
+
     member = participant(team, agent)
-    reply = await member.a_generate_reply(messages=_oai_messages(messages, agent), sender=_manager(team))
-    return {"source": agent, "content": _reply_text(reply)}
+    kept = member._reply_func_list
+    if model:
+        llm_replies = (ConversableAgent.generate_oai_reply, ConversableAgent.a_generate_oai_reply)
+        member._reply_func_list = [
+            {**entry, "reply_func": _model_turn} if entry["reply_func"] in llm_replies else entry
+            for entry in kept
+        ]
+    try:
+        with IOStream.set_default(_UserChannel()):
+            reply = await member.a_generate_reply(
+                messages=_oai_messages(messages, agent), sender=_manager(team)
+            )
+    finally:
+        member._reply_func_list = kept
+    if reply is _ASK_MODEL:
+        return {"source": agent, "ask_model": True}
+    return _ag2_entry(agent, reply)
+
+
+def suggested_call(name: str, arguments: dict) -> dict:
+    """An ag2 LLM agent's suggestion to call tool `name` with `arguments`, as its message's `tool_calls`
+    carry it (the agent that registered the function for execution runs it on its turn)."""
+    given = {key: value for key, value in arguments.items() if value is not None}
+    return {
+        "id": f"call_{uuid.uuid4().hex[:24]}",
+        "function": {"name": name, "arguments": json.dumps(given)},
+        "type": "function",
+    }
 
 
 async def speaker_selection(func: str, team: str, last: str, messages: list) -> dict:
@@ -320,6 +505,21 @@ async def speaker_selection(func: str, team: str, last: str, messages: list) -> 
 async def termination_message(func: str, message: dict) -> bool:
     """An ag2 `is_termination_msg` function (by import path) on one message."""
     return bool(await _call(live_object(func), _oai_messages([message], "")[0]))
+
+
+def tool_executors(message: dict, executes: dict, candidates: list) -> list:
+    """ag2's `func_call_filter`: after a message suggesting tool calls, the candidates that can execute all of
+    them (`executes`: each agent's function names), else the candidates that execute any function. Fails as
+    ag2 does when no agent executes any."""
+    names = [
+        call["function"]["name"] for call in message.get("tool_calls") or () if call.get("type") == "function"
+    ]
+    able = [agent for agent, functions in executes.items() if set(names) <= set(functions)]
+    if not able:
+        able = [agent for agent, functions in executes.items() if functions]
+    if not able:
+        raise ChatStepError(f"No agent can execute the function {', '.join(names)}.")
+    return [name for name in candidates if name in able]
 
 
 def next_in_order(order: list, last: str, eligible: list) -> str:
@@ -354,9 +554,15 @@ HELPERS: dict[str, Callable[..., Any]] = {
         edge_condition,
         termination_function,
         ag2_reply,
+        suggested_call,
+        run_tool,
+        tool_summary,
+        meeting_text,
+        message_text,
         speaker_selection,
         termination_message,
         next_in_order,
+        tool_executors,
         random_choice,
         unsupported,
     )

@@ -8,7 +8,8 @@
 - `naming`: PAL names for framework names, unique names, descriptions;
 - `paths`: import paths of Python objects;
 - `pal_types`: annotations as text and as PAL parameter types;
-- `model`: what the readers of several frameworks find alike (a tool bound by import path).
+- `model`: what the readers of several frameworks find alike (a tool bound by import path);
+- `user_input`: the text of what a program's user answered (a helper the support modules share).
 
 A framework's importer (`importers.langgraph`, `importers.adk`, `importers.autogen`) keeps only what is
 its own; its private modules are not another importer's API.

@@ -27,6 +27,11 @@ def camel_case(name: str) -> str:
     return text
 
 
+RESERVED_AGENT_NAMES = frozenset({"Human", "User"})
+"""Agent names the runtime reads as the program's user (a meeting attendee `User`, `Say("user", ...)`): an
+imported agent never takes them (an AutoGen `UserProxyAgent(name="user")` becomes `UserAgent`)."""
+
+
 class Namer:
     """Unique names: `base`, else `base + hint`, else `base + hint + 2`, ... (with no hint: `base`,
     `base2`, `base3`, ...)."""

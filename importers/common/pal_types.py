@@ -81,4 +81,44 @@ def pal_type(annotation: Any) -> str | None:
     return head.group(0) if head else None
 
 
-__all__ = ["pal_type", "type_text"]
+_JSON_TYPES = {
+    "string": "str",
+    "integer": "int",
+    "number": "float",
+    "boolean": "bool",
+    "array": "list",
+    "object": "dict",
+}
+"""JSON Schema's type names and the PAL types of their values."""
+
+
+def json_schema_type(spec: Any) -> str | None:
+    """The PAL type of a value a JSON Schema describes (`{"type": "array", "items": {"type": "string"}}` ->
+    `list[str]`; a nullable single type is that type), or None when it names no single type PAL has."""
+    if not isinstance(spec, dict):
+        return None
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        kinds = [item for item in kind if item != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    if kind is None and isinstance(spec.get("anyOf"), list):
+        kinds = [option.get("type") for option in spec["anyOf"] if isinstance(option, dict)]
+        kinds = [item for item in kinds if item and item != "null"]
+        kind = kinds[0] if len(kinds) == 1 else None
+    base = _JSON_TYPES.get(kind) if isinstance(kind, str) else None
+    items = spec.get("items")
+    if (
+        base == "list"
+        and isinstance(items, dict)
+        and _JSON_TYPES.get(items.get("type", "")) not in (None, "list", "dict")
+    ):
+        return f"list[{_JSON_TYPES[items['type']]}]"
+    return base
+
+
+def json_type_name(kind: Any) -> str | None:
+    """The PAL type of a JSON Schema type name (`"integer"` -> `int`), any case; None for others."""
+    return _JSON_TYPES.get(str(kind or "").lower())
+
+
+__all__ = ["json_schema_type", "json_type_name", "pal_type", "type_text"]

@@ -530,6 +530,8 @@ class CallSession(Session):
         listener: Callable[[TraceEvent], None] | None,
     ) -> CallOutcome:
         said_from = len(run.messages_to_user)
+        # Agents that work for the call in tasks of their own (a meeting's attendees) spend the run's budget.
+        run_calls_before = run.budget.limiter.calls
         budget = run.new_budget()
         if self._stopping is not None:
             budget.stop(self._stopping)
@@ -551,7 +553,7 @@ class CallSession(Session):
             await self._shut_down()
             raise
         finally:
-            self.live_model_calls += budget.limiter.calls
+            self.live_model_calls += budget.limiter.calls + run.budget.limiter.calls - run_calls_before
             self._budgets.discard(budget)
             if listener is not None and listener in run.tracer.listeners:
                 run.tracer.listeners.remove(listener)

@@ -131,6 +131,16 @@ LLM_CASES = {
         ['Return["A draft about cats."]\nyld return'],
         ("cats", {"topic": "cats"}),
     ),
+    "instructions-with-code-blocks": (
+        "pipeline",
+        llm.code_pipeline,
+        [llm.text("```python\nprint('hi')\n```"), llm.text("Looks fine.")],
+        [
+            "Return[\"```python\\nprint('hi')\\n```\"]\nyld return",
+            'Return["Looks fine."]\nyld return',
+        ],
+        ("Print hi", {}),
+    ),
     "exit-loop": (
         "refine",
         llm.refiner,

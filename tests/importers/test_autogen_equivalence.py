@@ -46,20 +46,9 @@ AG2_CHATS = ("round_robin_manager", "transitions_manager")
 
 def autogen_transcript(result: Any) -> dict[str, Any]:
     """A TaskResult as the imported program returns it: chat messages (not agent events) and the stop reason."""
-    from autogen_agentchat.messages import BaseChatMessage, HandoffMessage
+    from tests.importers.autogen_scripts import transcript
 
-    messages = []
-    for message in result.messages:
-        if not isinstance(message, BaseChatMessage):
-            continue
-        entry: dict[str, Any] = {
-            "source": message.source,
-            "content": message.content if isinstance(message.content, str) else message.to_text(),
-        }
-        if isinstance(message, HandoffMessage):
-            entry["handoff"] = message.target
-        messages.append(entry)
-    return {"messages": messages, "stop_reason": result.stop_reason}
+    return transcript(result)
 
 
 def ag2_transcript(manager: Any, task: str) -> list[dict[str, Any]]:
@@ -191,13 +180,15 @@ async def test_an_assistant_agent_with_a_tool_runs_on_the_model_and_calls_the_to
     await assistant.team.reset()
     expected = autogen_transcript(await assistant.team.run(task="Weather in Paris?"))
     assert assistant.CALLS == ["Paris"]
-    answers = ['`$weather = GetWeather(city="Paris")`\nyld call', "`Return[$weather]`\nyld return"]
+    # One model answer, as AutoGen's: the tool call; its result is the agent's message (a ToolCallSummaryMessage).
+    answers = ['`Step["Respond:06:QUE"]` `$weather = GetWeather(city="Paris")`\nyld call']
     actual, model = await run_imported(
         "tests.fixtures.autogen.assistant:team", task="Weather in Paris?", model=ScriptedModel(answers)
     )
     assert assistant.CALLS == ["Paris", "Paris"]
-    assert model.calls == 2
+    assert model.calls == 1
     assert actual == expected
+    assert expected["messages"][1]["type"] == "ToolCallSummaryMessage"
     prompt = model.requests[0].messages[-1].content
     assert "You report the weather. Use the get_weather tool." in prompt
 
@@ -229,12 +220,12 @@ async def test_an_assistant_agent_hands_off_in_a_swarm_by_its_transfer_playbook(
     await assistant.swarm.reset()
     expected = autogen_transcript(await assistant.swarm.run(task="When is Bob's birthday?"))
     assert expected["messages"][1]["handoff"] == "bob"
-    answers = ["`$handoff = TransferToBob()`\nyld call", "`Return[$handoff]`\nyld return"]
+    answers = ['`Step["Respond:06:QUE"]` `$result1 = TransferToBob()`\nyld call']
     actual, model = await run_imported(
         "tests.fixtures.autogen.assistant:swarm", task="When is Bob's birthday?", model=ScriptedModel(answers)
     )
     assert actual == expected
-    assert model.calls == 2
+    assert model.calls == 1
 
 
 async def test_round_trip_autogen_to_pal_to_autogen_gives_the_same_transcript() -> None:

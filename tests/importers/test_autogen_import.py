@@ -13,7 +13,6 @@ import pytest
 from importers import ImportFailed, ImportTargetError, get_importer
 from importers import cli as imports
 from importers.autogen import CODES, import_target, import_team
-from pal_core.ir import PlaybookKind
 from pal_core.validate import validate
 from runtime.api import run_playbook
 from runtime.errors import PlaybookFailed
@@ -27,8 +26,8 @@ DOCS = "tests.fixtures.autogen.samples.autogen_docs"
 AG2_DOCS = "tests.fixtures.autogen.samples.ag2_docs"
 
 SAMPLES = {
-    f"{DOCS}:selector_travel_team": {"AG105": 3},
-    f"{DOCS}:selector_custom_function_team": {"AG105": 1, "AG102": 1},
+    f"{DOCS}:selector_travel_team": {},
+    f"{DOCS}:selector_custom_function_team": {"AG102": 1},
     f"{DOCS}:swarm_basic_team": {},
     f"{DOCS}:swarm_human_handoff_team": {},
     f"{DOCS}:graph_sequential_team": {},
@@ -69,16 +68,26 @@ def test_graph_conditions_of_the_documented_lambda_form_become_conditions() -> N
     assert '"APPROVE" not in $reply["content"]' in steps
 
 
-def test_an_assistant_agents_tools_are_python_playbooks_bound_by_import_path() -> None:
+def test_an_assistant_agents_tools_run_through_the_live_agent_and_its_turn_is_autogens() -> None:
     result = import_target("tests.fixtures.autogen.assistant:team")
     forecaster = result.program.agent("Forecaster")
     tool = forecaster.playbook("GetWeather")
-    assert tool.kind is PlaybookKind.PYTHON
-    assert tool.metadata.python == "tests.fixtures.autogen.assistant:get_weather"
     assert [(p.name, p.type) for p in tool.parameters] == [("city", "str")]
+    texts = [step.text for step in _all_steps(tool.steps)]
+    assert any(
+        'RunTool(team="tests.fixtures.autogen.assistant:team", agent="forecaster", tool="get_weather"' in t
+        for t in texts
+    )
     respond = forecaster.playbook("Respond")
-    assert respond.metadata.execution_mode == "react"
+    assert (
+        respond.metadata.execution_mode is None
+    )  # steps: one model answer per inference, the rest runs alone
     assert respond.description == "You report the weather. Use the get_weather tool."
+    steps = [step.text for step in _all_steps(respond.steps)]
+    assert any(text.startswith("Reply to $conversation") for text in steps)
+    assert any(
+        "ToolSummary(" in text for text in steps
+    )  # reflect_on_tool_use is off: the summary ends the turn
 
 
 def test_tools_named_like_the_agents_own_playbooks_get_names_of_their_own() -> None:
@@ -87,9 +96,9 @@ def test_tools_named_like_the_agents_own_playbooks_get_names_of_their_own() -> N
     clerk = result.program.agent("Clerk")
     names = [playbook.name for playbook in clerk.playbooks]
     assert len(names) == len(set(names)), names
-    assert clerk.playbook("Respond").metadata.execution_mode == "react"
-    assert clerk.playbook("RespondTool").metadata.python == "tests.fixtures.autogen.assistant:respond"
-    assert clerk.playbook("TakeTurnTool").metadata.python == "tests.fixtures.autogen.assistant:take_turn"
+    assert clerk.playbook("Respond").steps
+    assert 'tool="respond"' in clerk.playbook("RespondTool").steps[1].text
+    assert 'tool="take_turn"' in clerk.playbook("TakeTurnTool").steps[1].text
 
 
 async def test_the_model_picks_the_speaker_of_a_selector_group_chat() -> None:
@@ -124,8 +133,8 @@ def test_bad_targets_and_strict_imports_fail_clearly() -> None:
         import_target("tests.fixtures.autogen.teams:swarm", initiator="planner")
     with pytest.raises(ImportTargetError, match="'Nobody' is not an agent of the group chat"):
         import_target(f"{AG2_DOCS}:manager", initiator="Nobody")
-    with pytest.raises(ImportFailed, match="AG105"):
-        import_target(f"{DOCS}:selector_travel_team", strict=True)
+    with pytest.raises(ImportFailed, match="AG101"):
+        import_target("tests.fixtures.autogen.diagnostic_teams:nested", strict=True)
     assert get_importer("autogen") is import_target
 
 
@@ -171,6 +180,35 @@ def test_a_selector_func_that_would_see_tool_call_events_is_named() -> None:
 
 def test_an_agent_that_calls_its_own_model_client_is_named() -> None:
     result = import_target("tests.fixtures.autogen.diagnostic_teams:filtered")
-    # AG108 too: the wrapped AssistantAgent may answer with a tool-call summary or a structured message.
-    assert [item.code for item in result.diagnostics] == ["AG104", "AG108"]
+    # No AG108: a tool-call summary of the wrapped AssistantAgent keeps its type in the transcript.
+    assert [item.code for item in result.diagnostics] == ["AG104"]
     assert "outside PAL's model" in result.diagnostics[0].message
+
+
+def test_the_import_command_takes_the_initiator_of_an_ag2_chat(tmp_path, capsys) -> None:
+    parser = argparse.ArgumentParser()
+    imports.ARGUMENTS["import"](parser)
+    output = tmp_path / "chat.pal"
+    args = parser.parse_args(["autogen", f"{AG2_DOCS}:manager", "--initiator", "Admin", "-o", str(output)])
+    assert imports.HANDLERS["import"](args) == 0
+    assert '$messages:list = [{"source": "Admin", "content": $task}]' in output.read_text(encoding="utf-8")
+    capsys.readouterr()
+    args = parser.parse_args(["autogen", f"{AG2_DOCS}:manager", "--initiator", "Nobody", "-o", str(output)])
+    assert imports.HANDLERS["import"](args) == 1
+    assert "'Nobody' is not an agent of the group chat" in capsys.readouterr().err
+    args = parser.parse_args(["adk", "tests.fixtures.adk.deterministic:sequential", "--initiator", "Admin"])
+    assert imports.HANDLERS["import"](args) == 1
+    assert "--initiator applies to ag2 group chats" in capsys.readouterr().err
+
+
+def test_what_changes_what_a_model_sees_is_named() -> None:
+    result = import_target("tests.fixtures.autogen.diagnostic_teams:short_memory")
+    assert [item.code for item in result.diagnostics] == ["AG104", "AG107"]
+    assert "BufferedChatCompletionContext" in result.diagnostics[0].message
+    assert "selector's model context" in result.diagnostics[1].message
+    result = import_target("tests.fixtures.autogen.diagnostic_teams:ag2_settings")
+    found = [(item.code, item.message.split(":")[0]) for item in result.diagnostics]
+    assert [code for code, _ in found] == ["AG104", "AG104", "AG107"], found
+    assert "process_all_messages_before_reply hooks" in result.diagnostics[0].message
+    assert "process_message_before_send" in result.diagnostics[1].message
+    assert "max_retries_for_selecting_speaker" in result.diagnostics[2].message

@@ -118,3 +118,49 @@ async def test_a_call_a_step_names_literally_always_runs(tmp_path: Path) -> None
         program(target), "Cleanup"
     )  # the fast path runs the step's own call: no model, no approval
     assert not target.exists()
+
+
+def react_program(target: Path) -> object:
+    """A react playbook whose model may call Wipe, which needs approval."""
+    return parse(
+        f'''# Files
+Keeps files.
+
+```python
+from pathlib import Path
+
+@playbook(requires_approval=True)
+async def Wipe(path: str) -> str:
+    """Deletes a file."""
+    Path(path).unlink()
+    return "wiped"
+```
+
+## Tidy() -> str
+metadata:
+  execution_mode: react
+---
+Tidy up {target}.
+''',
+        file="files.pal",
+    )
+
+
+async def test_a_react_playbooks_call_needing_approval_waits_for_the_user(tmp_path: Path) -> None:
+    """In a react playbook too, the call runs only after a yes; after a no the model is told it did not run."""
+    from runtime.api import run_playbook
+
+    for answer, kept in (("no", True), ("yes", False)):
+        target = tmp_path / f"react-{answer}.txt"
+        target.write_text("x")
+        tracer = Tracer()
+        model = ScriptedModel([f'`$r = Wipe(path="{target}")`\nyld call', 'Return["ok"]\nyld return'])
+        value = await run_playbook(
+            react_program(target), "Tidy", model=model, messages=[answer], tracer=tracer
+        )
+        assert value == "ok"
+        assert target.exists() is kept
+        (approval,) = [event.detail for event in tracer.events if event.event == "approval"]
+        assert approval.startswith("approved" if answer == "yes" else "refused")
+        told = model.requests[1].messages[-1].content
+        assert ("did not run: the user did not approve it" in told) is kept
