@@ -178,7 +178,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     # Over stdio, stdout is the protocol from now on: python blocks run while loading print to stderr.
     wire = _claim_stdio() if args.transport == "stdio" else None
-    from mcp_bridge.logs import configure
+    from runtime.serving.logs import configure
 
     configure(args.log_level, args.log_format)
     try:
