@@ -309,10 +309,23 @@ class PlaybookHost:
         *,
         listener: StepListener | None = None,
         observer: StreamObserver | None = None,
+        wait: float | None = None,
     ) -> CallOutcome:
         """Finish the unfinished call of `thread` (waiting for the user, or left by a process that died),
-        `messages` answering its waits; raises as `call` does (ThreadStateError when nothing is unfinished)."""
-        return await self._open_calls().resume(thread, messages, listener=listener, observer=observer)
+        `messages` answering its waits; raises as `call` does (ThreadStateError when nothing is unfinished,
+        or when another process holds the thread longer than `wait` seconds; 0: do not wait)."""
+        return await self._open_calls().resume(
+            thread, messages, listener=listener, observer=observer, wait=wait
+        )
+
+    async def checked_arguments(self, served: ServedPlaybook, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments `call` would run `served` with, checked as its door checks them (InputError
+        naming each wrong one); for a protocol that must refuse bad arguments before it answers."""
+        calls = self._open_calls()
+        if served.arguments_parameter is not None:
+            given = check_arguments(served.playbook, arguments, label=served.name, schema=served.input_schema)
+            arguments = {served.arguments_parameter: given}
+        return await calls.checked_arguments(served.agent, served.playbook.name, arguments, label=served.name)
 
     async def forget(self, thread: str) -> None:
         """Let go of the run this host keeps for `thread` (its calls are over here for now)."""

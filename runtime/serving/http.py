@@ -237,10 +237,13 @@ def socket_url(sock: socket.socket, path: str) -> str:
 
 
 @asynccontextmanager
-async def serving_app(app: App, *, host: str, port: int, path: str, name: str) -> AsyncIterator[HttpEndpoint]:
+async def serving_app(
+    app: App | Callable[[str], App], *, host: str, port: int, path: str, name: str, for_url: bool = False
+) -> AsyncIterator[HttpEndpoint]:
     """Serve the ASGI `app` on (host, port) while the block runs (port 0: a free port); the endpoint's URL
-    ends with `path`. Leaving the block stops the server gracefully (open requests get GRACEFUL_SHUTDOWN
-    seconds)."""
+    ends with `path`. With `for_url`, `app` is called with that URL (known once the socket is bound) to
+    make the app (an A2A agent card names its URL). Leaving the block stops the server gracefully (open
+    requests get GRACEFUL_SHUTDOWN seconds)."""
     import uvicorn
 
     class QuietServer(uvicorn.Server):
@@ -250,8 +253,14 @@ async def serving_app(app: App, *, host: str, port: int, path: str, name: str) -
             yield
 
     sock = listening_socket(host, port)
+    url = socket_url(sock, path)
+    try:
+        served: App = app(url) if for_url else app  # type: ignore[call-arg, assignment]
+    except BaseException:
+        sock.close()
+        raise
     config = uvicorn.Config(
-        app,
+        served,
         log_level="warning",
         log_config=None,  # the process's logging (runtime.serving.logs) decides where lines go
         access_log=False,
@@ -261,7 +270,7 @@ async def serving_app(app: App, *, host: str, port: int, path: str, name: str) -
     http = QuietServer(config)
     task = asyncio.create_task(http.serve(sockets=[sock]), name=name)
     try:
-        yield HttpEndpoint(url=socket_url(sock, path), task=task)
+        yield HttpEndpoint(url=url, task=task)
     finally:
         http.should_exit = True
         try:

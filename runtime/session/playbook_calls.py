@@ -197,9 +197,11 @@ class PlaybookCalls:
         *,
         listener: StepListener | None = None,
         observer: StreamObserver | None = None,
+        wait: float | None = None,
     ) -> CallOutcome:
         """Finish the unfinished call of `thread` (one that waits for the user, or whose process died),
-        `messages` answering its waits first. ThreadStateError when its last call finished."""
+        `messages` answering its waits first. ThreadStateError when its last call finished, or when another
+        process holds the thread longer than `wait` seconds (default: a call's wait; 0: not at all)."""
         if self.run is None:
             raise ProgramError("the playbook calls are not open (or already closed)")
         if self.store is None:
@@ -210,7 +212,7 @@ class PlaybookCalls:
         self._track(session)
         try:
             with relay.watching(observer):
-                return await session.resume(messages, listener=listener)
+                return await session.resume(messages, listener=listener, wait=wait)
         finally:
             self._untrack(session)
 
