@@ -160,7 +160,10 @@ async def test_errors_are_the_runtimes(scorer: Program) -> None:
         with anyio.fail_after(10), pytest.raises(CallError, match="Explode"):
             await explode.call({"because": "boom"})
     async with EmbeddedPlaybook(scorer, "Double") as double:
-        with anyio.fail_after(10), pytest.raises(CallError, match=r"Double: invalid arguments: n is required"):
+        with (
+            anyio.fail_after(10),
+            pytest.raises(CallError, match=r"Double: invalid arguments: n is required"),
+        ):
             await double.call({})
         # Checked at the door, before anything runs: a number that is not finite is refused wherever it is.
         with anyio.fail_after(10), pytest.raises(InputError, match=r"n must be a finite number, got nan"):
