@@ -163,14 +163,13 @@ class PalRequestHandler(RequestHandler):
             call_message(call, message_id=message.message_id, task_id=task_id, context_id=record.context_id)
         )
         run = TaskRun(task, record, next_message=1)
+        # The thread exists before the task's id goes out: any server can be asked about it at once.
+        await self.host.open_thread(task_id, record.metadata())
 
         async def work(observer: StreamObserver) -> CallOutcome:
-            try:
-                return await self.host.call(
-                    call.served, call.arguments, observer=observer, thread=task_id, metadata=record.metadata()
-                )
-            finally:
-                await self.host.forget(task_id)
+            return await self.host.call(
+                call.served, call.arguments, observer=observer, thread=task_id, metadata=record.metadata()
+            )
 
         self._launch(run, work)
         return run
@@ -207,10 +206,7 @@ class PalRequestHandler(RequestHandler):
         run = TaskRun(task, record, next_message=len(task.history))
 
         async def work(observer: StreamObserver) -> CallOutcome:
-            try:
-                return await self.host.resume(task_id, observer=observer)
-            finally:
-                await self.host.forget(task_id)
+            return await self.host.resume(task_id, observer=observer)
 
         self._launch(run, work)
         return run
@@ -236,6 +232,11 @@ class PalRequestHandler(RequestHandler):
     async def record_cancel(self, task_id: str, reason: str) -> None:
         """Record the cancellation in the task's thread."""
         await record_cancel(self.store, task_id, reason)
+
+    async def release(self, task_id: str) -> None:
+        """A task's run is over: the host lets its thread's run go (the next message resumes it from the
+        store)."""
+        await self.host.forget(task_id)
 
     async def _thread(self, task_id: str) -> tuple[Thread, TaskRecord]:
         from runtime.store import StoreError
@@ -414,11 +415,8 @@ class PalRequestHandler(RequestHandler):
         run.quiet_if_busy = quiet
 
         async def work(observer: StreamObserver) -> CallOutcome:
-            try:
-                # Without waiting: a thread another live server holds is that server's.
-                return await self.host.resume(task_id, observer=observer, wait=0)
-            finally:
-                await self.host.forget(task_id)
+            # Without waiting: a thread another live server holds is that server's.
+            return await self.host.resume(task_id, observer=observer, wait=0)
 
         self._launch(run, work)
         return run

@@ -29,7 +29,7 @@ from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import struct_pb2
-from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.json_format import ParseDict
 
 from runtime.schema import json_value
 from runtime.serving.playbooks import ServedPlaybook
@@ -92,7 +92,7 @@ def skill_call(
         raise MessageRefused(
             f"this agent reads text and data parts, not {', '.join(sorted(set(unsupported)))} parts"
         )
-    data = [MessageToDict(part.data) for part in message.parts if part.HasField("data")]
+    data = [part_data(part) for part in message.parts if part.HasField("data")]
     if data:
         if len(data) > 1:
             raise MessageRefused("send one data part: the skill and its arguments")
@@ -138,8 +138,29 @@ def message_text(message: pb.Message) -> str:
         if part.HasField("text"):
             pieces.append(part.text)
         elif part.HasField("data"):
-            pieces.append(json.dumps(_whole_numbers(MessageToDict(part.data)), ensure_ascii=False))
+            pieces.append(json.dumps(_whole_numbers(part_data(part)), ensure_ascii=False))
     return "\n".join(pieces)
+
+
+def part_data(part: pb.Part) -> Any:
+    """A data part's value as Python (numbers as floats, as protobuf holds them; a NaN sent on the wire
+    stays NaN, for the door's check to refuse by name)."""
+    return _value(part.data)
+
+
+def _value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        return value.number_value
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return {key: _value(item) for key, item in value.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_value(item) for item in value.list_value.values]
+    return None
 
 
 def _part_kind(part: pb.Part) -> str:
@@ -212,7 +233,7 @@ def call_message(call: SkillCall, *, message_id: str, task_id: str, context_id: 
 def parts_value(parts: Iterable[pb.Part]) -> Any:
     """What parts hold, as one value: one data part's value, else the text parts joined (None: nothing)."""
     listed = list(parts)
-    data = [MessageToDict(part.data) for part in listed if part.HasField("data")]
+    data = [part_data(part) for part in listed if part.HasField("data")]
     texts = [part.text for part in listed if part.HasField("text")]
     if len(data) == 1 and not texts:
         return _whole_numbers(data[0])

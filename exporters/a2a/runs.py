@@ -64,6 +64,10 @@ class TaskStore(Protocol):
         """Record in the store that the task is canceled."""
         ...
 
+    async def release(self, task_id: str) -> None:
+        """The run is over: let go of what the server keeps for the task's thread."""
+        ...
+
 
 class TaskRun:
     """One call of a task running here (see the module docstring)."""
@@ -79,6 +83,7 @@ class TaskRun:
         self._since_answer: list[str] = []
         self._job: asyncio.Task[None] | None = None
         self._canceled: str | None = None
+        self._began = False
         self.quiet_if_busy = False
         """A take-over attempt: when the thread turns out to be held by a live server (or finished), the run
         ends silently, with no event, and `busy` is set."""
@@ -176,15 +181,20 @@ class TaskRun:
     def cancel(self, reason: str) -> None:
         """Stop the call now; the task becomes CANCELED."""
         self._canceled = reason
-        if self._job is not None and not self._job.done():
+        # A job that has not begun is left to begin: it finds the cancel and records it (a task cancelled
+        # before its first step would never run its own cleanup).
+        if self._job is not None and self._began and not self._job.done():
             self._job.cancel()
 
     async def _run(self, work: Work, tasks: TaskStore, ended: Ended) -> None:
         started = time.perf_counter()
         outcome, failure = "error", None
-        self._status(pb.TaskState.TASK_STATE_WORKING)
+        self._began = True
         try:
             try:
+                if self._canceled is not None:
+                    raise asyncio.CancelledError
+                self._status(pb.TaskState.TASK_STATE_WORKING)
                 result = await work(self)
             except asyncio.CancelledError:
                 if self._canceled is None:
@@ -244,6 +254,7 @@ class TaskRun:
                 )  # fmt: skip
             self._status(pb.TaskState.TASK_STATE_COMPLETED)
         finally:
+            await _shielded(tasks.release(self.task_id))
             self._finish()
             ended(self, outcome, failure, time.perf_counter() - started)
 
@@ -275,6 +286,17 @@ def ends_stream(event: Event) -> bool:
     if isinstance(event, pb.TaskStatusUpdateEvent):
         return event.status.state in TERMINAL or event.status.state in INTERRUPTED
     return False
+
+
+async def _shielded(work: Awaitable[Any]) -> None:
+    """Run `work` to its end even when the run is being cancelled."""
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await task
+        raise
 
 
 async def _quietly(work: Awaitable[Any]) -> None:

@@ -37,6 +37,8 @@ from runtime.store import AppendConflict, Entry, NewEntry, Store, Thread, Thread
 
 A2A_META = "a2a"
 """The thread metadata key of an A2A task."""
+SERVED_AS = "served_as"
+"""The thread metadata key naming what a served thread is to its protocol (`pal threads` shows it)."""
 RESULT_ARTIFACT = "result"
 """The id and name of a completed task's artifact."""
 CANCEL_ATTEMPTS = 20
@@ -67,8 +69,9 @@ class TaskRecord:
     """The id the client gave the first message."""
 
     def metadata(self) -> dict[str, Any]:
-        """The thread metadata that records the task."""
+        """The thread metadata that records the task (`served_as` is what `pal threads` shows as its kind)."""
         return {
+            SERVED_AS: "a2a task",
             A2A_META: {
                 "agent": self.agent,
                 "skill": self.skill,

@@ -327,6 +327,10 @@ class PlaybookHost:
             arguments = {served.arguments_parameter: given}
         return await calls.checked_arguments(served.agent, served.playbook.name, arguments, label=served.name)
 
+    async def open_thread(self, thread: str, metadata: Mapping[str, Any] | None = None) -> None:
+        """Make `thread` in the store now (`metadata` with it), before its first call."""
+        await self._open_calls().open_thread(thread, metadata)
+
     async def forget(self, thread: str) -> None:
         """Let go of the run this host keeps for `thread` (its calls are over here for now)."""
         if self._calls is not None:

@@ -216,6 +216,14 @@ class PlaybookCalls:
         finally:
             self._untrack(session)
 
+    async def open_thread(self, thread: str, metadata: Mapping[str, Any] | None = None) -> None:
+        """Make `thread` now (with `metadata`, when it is new) and keep its session for the call that
+        follows: a caller that hands the thread's id out before calling (an A2A task) can be asked about it
+        at once."""
+        if self.store is None:
+            raise ProgramError(f"thread {thread!r} asked for, but these calls keep no threads (no store given)")
+        await self._session(thread, metadata)
+
     async def forget(self, thread: str) -> None:
         """Close the kept session of `thread` (its run), if any: nothing will call it here soon. Its next
         call, if one comes, resumes it from the store."""
