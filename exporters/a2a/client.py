@@ -295,7 +295,7 @@ class _Call:
 
     @property
     def _where(self) -> str:
-        return f"the {self.connection._describe()}"
+        return self.connection._describe()
 
     async def run(self) -> Any:
         from a2a.types import a2a_pb2 as pb
@@ -354,7 +354,11 @@ class _Call:
                 while outcome is None:  # the stream broke while the task went on
                     attempts += 1
                     if self.task_id is None or attempts > FOLLOW_ATTEMPTS:
-                        raise RemoteCallError(f"the {self._where} stopped answering before the task ended")
+                        last = _text(self._last_message) if self._last_message is not None else ""
+                        raise RemoteCallError(
+                            f"the {self._where} stopped answering before the task ended"
+                            + (f" (its last word: {last})" if last else "")
+                        )
                     await asyncio.sleep(0.5 * attempts)
                     outcome = await self._follow_again()
                 return outcome
@@ -498,9 +502,32 @@ def _text(message: Any) -> str:
 
 
 def _describe_failure(error: BaseException) -> str:
-    """An exception in words (SDK errors carry their message; others their type too)."""
+    """An exception in words (SDK errors carry their message; others their type too); a refused token says
+    so."""
+    status = _http_status(error)
+    if status in (401, 403):
+        return (
+            f"HTTP {status}: the agent refused this client's credentials (check `token_env` and `headers` of the "
+            "remote agent)"
+        )
     text = str(error) or type(error).__name__
     message = getattr(error, "message", None)
     if isinstance(message, str) and message:
         text = message
     return text if type(error).__name__ in text else f"{text} ({type(error).__name__})"
+
+
+def _http_status(error: BaseException | None) -> int | None:
+    """The HTTP status behind an error (the SDK wraps httpx's), if any."""
+    import httpx
+
+    seen = 0
+    while error is not None and seen < 10:
+        if isinstance(error, httpx.HTTPStatusError):
+            return error.response.status_code
+        status = getattr(error, "status_code", None)
+        if isinstance(status, int):
+            return status
+        error = error.__cause__ or error.__context__
+        seen += 1
+    return None

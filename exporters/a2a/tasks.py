@@ -78,7 +78,7 @@ class TaskRecord:
                 "context_id": self.context_id,
                 "by_text": self.by_text,
                 "message_id": self.message_id,
-            }
+            },
         }
 
 
