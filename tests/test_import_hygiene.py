@@ -15,6 +15,10 @@ HEAVY = {
     "litellm",
     "openai",
     "pydantic",
+    "a2a",
+    "starlette",
+    "uvicorn",
+    "prometheus_client",
 }
 
 PROBE = """
@@ -39,3 +43,11 @@ def test_import_pal_core_loads_no_framework() -> None:
 
 def test_the_cli_parser_loads_no_framework() -> None:
     assert _loaded_after("from runtime.cli import build_parser; build_parser()") == ""
+
+
+def test_the_serving_host_and_the_a2a_package_load_no_framework() -> None:
+    """The protocol-free serving code (runtime.serving) is shared by the MCP and A2A servers: it must not
+    drag either SDK in, nor must `import exporters.a2a` (the SDK loads when a server or client is made)."""
+    modules = "import runtime.serving.host, runtime.serving.http, runtime.serving.operations, "
+    modules += "runtime.serving.playbooks, runtime.serving.options, exporters.a2a, exporters.a2a.cli"
+    assert _loaded_after(modules) == ""
