@@ -221,7 +221,9 @@ class PlaybookCalls:
         follows: a caller that hands the thread's id out before calling (an A2A task) can be asked about it
         at once."""
         if self.store is None:
-            raise ProgramError(f"thread {thread!r} asked for, but these calls keep no threads (no store given)")
+            raise ProgramError(
+                f"thread {thread!r} asked for, but these calls keep no threads (no store given)"
+            )
         await self._session(thread, metadata)
 
     async def forget(self, thread: str) -> None:
