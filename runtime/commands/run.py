@@ -82,6 +82,12 @@ def _add_run(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="sampling seed for models that take one")
     parser.add_argument("--quiet", "-q", action="store_true", help="print only what agents say")
     add_budget_arguments(parser, scope="the run")
+    parser.add_argument(
+        "--otel",
+        action="store_true",
+        help="emit OpenTelemetry spans over OTLP/HTTP (to $OTEL_EXPORTER_OTLP_ENDPOINT, default "
+        "http://localhost:4318; on anyway when that is set); needs pal-bridge[otel] (docs/observability.md)",
+    )
 
 
 ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"run": _add_run}
@@ -145,12 +151,23 @@ def run_request_of(args: argparse.Namespace) -> RunRequest:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from runtime import telemetry
+
     try:
         request = run_request_of(args)
     except (PalError, ValueError) as error:
         print(error_text(error), file=sys.stderr)
         return 2
-    return asyncio.run(run(request))
+    if args.otel:
+        try:
+            telemetry.enable()
+        except ImportError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    try:
+        return asyncio.run(run(request))
+    finally:
+        telemetry.flush()  # the spans still buffered go out before the process ends
 
 
 async def run(request: RunRequest) -> int:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from runtime.sockets import base_url, listening_socket
+
 if TYPE_CHECKING:
     from runtime.serving.operations import Served
 
@@ -214,26 +216,9 @@ class HttpEndpoint:
     """The task serving it; it ends when the server stops (Ctrl-C, or leaving the serving block)."""
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to (host, port) and listening (port 0: a free one)."""
-    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, protocol)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 def socket_url(sock: socket.socket, path: str) -> str:
     """`http://HOST:PORT<path>` of a bound socket (an IPv6 host in brackets)."""
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{path}"
+    return f"{base_url(sock)}{path}"
 
 
 @asynccontextmanager

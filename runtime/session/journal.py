@@ -43,6 +43,7 @@ from runtime.store import AppendConflict, Entry, NewEntry, Store, StoreError, Th
 from runtime.store.records import EntryKind
 
 from . import codec
+from .prompt_log import PromptLog
 
 if TYPE_CHECKING:
     from pal_core.messaging import Message
@@ -136,6 +137,10 @@ class Journal:
         """Model answers the log held when it was loaded (what a scripted model has already given)."""
         self.turns = 0
         """Accepted model turns (replayed or live)."""
+        self.tokens = {"prompt": 0, "completion": 0}
+        """Tokens of the model answers committed in the thread (replayed or live), as the models counted them."""
+        self.prompts = PromptLog()
+        """The shared prompt parts the log holds, so a turn stores only the part of its prompt that is new."""
         self.transcript: list[dict[str, str]] = []
         """What the user saw and said, in order: `{"from": ..., "text": ...}`."""
         self.status = ThreadStatus.RUNNING.value
@@ -150,6 +155,7 @@ class Journal:
         self._frozen: str | None = None
         self._failure: BaseException | None = None
         for entry in entries:
+            self.prompts.note(entry)
             place = stream_of(entry)
             if place is None:
                 continue
@@ -325,6 +331,7 @@ class Journal:
             "transcript": list(self.transcript),
             "answers": self.answers,
             "turns": self.turns,
+            "tokens": dict(self.tokens),
             "result": self.result,
         }
 
@@ -346,6 +353,7 @@ class Journal:
         if request.kind is RequestKind.TURN:
             self._replayed_answer[label] = entry
         tokens = payload.get("tokens") or {}
+        self._count_tokens(int(tokens.get("prompt", 0)), int(tokens.get("completion", 0)))
         return ModelResponse(
             text=str(payload["answer"]),
             model=str(payload.get("model", "replay")),
@@ -392,18 +400,28 @@ class Journal:
                 "completion": response.usage.completion_tokens,
             },
         }
+        prompt = self.prompts.record(request.messages, key=PromptLog.key(label, payload["playbook"]))
+        payload["prompt"] = prompt.items  # for readers (pal studio); nothing replays from it
         if turn is not None:
             payload["verdict"] = "accepted"
             payload["changed"] = turn_changes(turn, instance)
+            if turn.repairs:
+                payload["repairs"] = [repaired.format() for repaired in turn.repairs]
         elif problems is not None:
             payload["verdict"] = "rejected"
             payload["problems"] = list(problems)
         _probe("model.answered", agent=label, answer=self.answers + 1)
         number = await self.append(EntryKind.TURN, payload)
+        self.prompts.written(number, prompt)
+        self._count_tokens(response.usage.prompt_tokens, response.usage.completion_tokens)
         self.answers += 1
         if turn is not None:
             self.turns += 1
         _probe("model.committed", agent=label, answer=self.answers, entry=number)
+
+    def _count_tokens(self, prompt: int, completion: int) -> None:
+        self.tokens["prompt"] += prompt
+        self.tokens["completion"] += completion
 
     # --- Python and remote calls ---------------------------------------------------------------------------
 

@@ -180,3 +180,49 @@ async def test_pal_a2a_serve_keeps_tasks_as_threads_pal_threads_shows(tmp_path: 
     assert thread["id"] == asked.task.id
     assert thread["kind"] == "a2a task" and thread["status"] == "waiting_for_user"
     assert process.returncode == 0
+
+
+async def test_a_0_3_client_of_the_sdk_sends_streams_gets_and_cancels() -> None:
+    """The SDK's 0.3 client (chosen from a card that offers only the 0.3 interface) on the same endpoint:
+    `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` through the compatibility switch."""
+    import httpx
+    from a2a.client import ClientConfig, ClientFactory
+    from a2a.compat.v0_3.jsonrpc_transport import CompatJsonRpcTransport
+
+    async with A2AServer(desk()) as served, serving_a2a(served, port=0) as endpoint:
+        card = served.card(endpoint.url)
+        del card.supported_interfaces[0]  # 1.0: gone; 0.3 is left
+        with anyio.fail_after(WAIT):
+            async with httpx.AsyncClient(timeout=httpx.Timeout(60.0)) as http:
+                blocking = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+                streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+                assert isinstance(blocking._transport, CompatJsonRpcTransport)  # type: ignore[attr-defined]
+                [added] = await collect(blocking, skill("Add", a=20, b=22))
+                streamed = await collect(streaming, text("Old"))
+                got = await blocking.get_task(pb.GetTaskRequest(id=streamed[0].task.id))
+                [held] = await collect(blocking, skill("Hold", label="old"), return_immediately=True)
+                canceled = await blocking.cancel_task(pb.CancelTaskRequest(id=held.task.id))
+    assert artifact_value(added.task) == 42
+    assert states(streamed)[-1] == "TASK_STATE_COMPLETED" and said(streamed) == ["Hello Old"]
+    assert artifact_value(got) == "greeted Old"
+    assert pb.TaskState.Name(canceled.status.state) == "TASK_STATE_CANCELED"
+
+
+async def test_pal_a2a_serve_refuses_exposure_without_a_token_and_a_store_that_does_not_exist(
+    tmp_path: Path,
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("PAL_A2A_TOKEN", None)
+    exposed = subprocess.run(
+        [*PAL, "a2a", "serve", str(DESK), "--host", "0.0.0.0", "--store", "memory://"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=WAIT,
+    )  # fmt: skip
+    missing = subprocess.run(
+        [*PAL, "a2a", "serve", str(DESK), "--port", "0", "--store", f"sqlite:///{tmp_path / 'typo.db'}"],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=WAIT,
+    )  # fmt: skip
+    assert exposed.returncode == 2
+    assert "without a token would let anyone who can reach that address call every playbook" in exposed.stderr
+    assert "give --token (or $PAL_A2A_TOKEN)" in exposed.stderr
+    assert missing.returncode == 2 and "typo.db" in missing.stderr and "--create-store" in missing.stderr
+    assert not (tmp_path / "typo.db").exists()
