@@ -46,6 +46,8 @@ DEFAULT_IDLE_TIMEOUT = 300.0
 """Seconds a remote agent may stay silent during a call when the metadata does not say."""
 FOLLOW_ATTEMPTS = 3
 """Times a call follows its task again (SubscribeToTask, GetTask) after the stream broke."""
+POLL_FIRST, POLL_MOST = 0.1, 2.0
+"""Seconds between two reads of the task of an agent that does not stream (doubling up to the most)."""
 CANCEL_TIMEOUT = 5.0
 """Seconds spent telling the remote a call was abandoned (CancelTask)."""
 TEXT_ARGUMENT = "message"
@@ -350,6 +352,12 @@ class _Call:
         try:
             async with asyncio.timeout(self.connection.endpoint.call_timeout):
                 outcome = await self._follow(client.send_message(request))
+                if (
+                    outcome is None
+                    and self.task_id is not None
+                    and not self.connection.card.capabilities.streaming
+                ):
+                    outcome = await self._poll_from_start()
                 attempts = 0
                 while outcome is None:  # the stream broke while the task went on
                     attempts += 1
@@ -419,6 +427,13 @@ class _Call:
             return None
         return None
 
+    async def _poll_from_start(self) -> tuple[Any, Any] | None:
+        """A blocking send answered with a task still working (an agent that does not stream): poll it."""
+        from a2a.types import a2a_pb2 as pb
+
+        task = pb.Task(id=self.task_id or "")
+        return await self._poll(task)
+
     async def _follow_again(self) -> tuple[Any, Any] | None:
         """The stream broke: read the task again, and resubscribe while it works."""
         import httpx
@@ -437,7 +452,40 @@ class _Call:
         self._adopt_task(task)
         if task.status.state in TERMINAL or task.status.state in INTERRUPTED:
             return task.status.state, task.status
-        return await self._follow(client.subscribe(pb.SubscribeToTaskRequest(id=self.task_id)))
+        if self.connection.card.capabilities.streaming:
+            return await self._follow(client.subscribe(pb.SubscribeToTaskRequest(id=self.task_id)))
+        return await self._poll(task)
+
+    async def _poll(self, task: Any) -> tuple[Any, Any] | None:
+        """An agent that does not stream: read the task until it ends or waits, as long as it keeps changing
+        within `idle_timeout`."""
+        import httpx
+        from a2a.client.errors import A2AClientError
+        from a2a.types import a2a_pb2 as pb
+        from a2a.utils.errors import A2AError
+
+        from exporters.a2a.tasks import INTERRUPTED, TERMINAL
+
+        client = self.connection._client
+        loop = asyncio.get_running_loop()
+        seen, quiet_since, pause = task.SerializeToString(), loop.time(), POLL_FIRST
+        while loop.time() - quiet_since < self.connection.endpoint.idle_timeout:
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, POLL_MOST)
+            try:
+                task = await client.get_task(pb.GetTaskRequest(id=self.task_id))
+            except (A2AClientError, A2AError, httpx.HTTPError) as error:
+                logger.info("task %s: GetTask failed: %s", self.task_id, error)
+                return None
+            self._adopt_task(task)
+            if task.status.state in TERMINAL or task.status.state in INTERRUPTED:
+                return task.status.state, task.status
+            now = task.SerializeToString()
+            if now != seen:
+                seen, quiet_since, pause = now, loop.time(), POLL_FIRST
+        raise RemoteCallError(
+            f"the {self._where} said nothing for {self.connection.endpoint.idle_timeout:g} s (remote.idle_timeout)"
+        )
 
     def _adopt_task(self, task: Any) -> None:
         self.task_id = task.id or self.task_id

@@ -69,6 +69,8 @@ FOLLOW_SLACK = 60.0
 """Seconds a subscription to a task running elsewhere may last beyond the call's own time budget."""
 CANCEL_WAIT = 30.0
 """Seconds CancelTask waits for a call running here to stop."""
+MAX_ID = 200
+"""The longest message or context id kept with a task (they are stored in its thread's metadata)."""
 
 
 class PalRequestHandler(RequestHandler):
@@ -137,6 +139,9 @@ class PalRequestHandler(RequestHandler):
     async def _start(self, message: pb.Message) -> TaskRun:
         if self._stopping is not None:
             raise UnsupportedOperationError(message=f"{self._stopping}; send the message to another server")
+        for field, value in (("messageId", message.message_id), ("contextId", message.context_id)):
+            if len(value) > MAX_ID:
+                raise InvalidParamsError(message=f"{field} is {len(value)} characters long; at most {MAX_ID}")
         if message.task_id:
             return await self._answer(message)
         try:

@@ -199,3 +199,22 @@ async def test_an_unreachable_agent_or_a_missing_token_fails_at_start(
         in wrong.reason
     )
     assert right.status in ("exit", "idle"), right.reason
+
+
+async def test_an_agent_that_does_not_stream_is_polled_until_its_task_ends() -> None:
+    """A remote whose card offers no streaming, answering a send at once with the task still working (a
+    polling client's view): the call reads the task until it ends, bounded by idle_timeout."""
+    from exporters.a2a.client import A2AConnection, endpoint_for
+    from pal_core.ir import RemoteSpec
+
+    async with served_desk() as (_, url):
+        connection = A2AConnection(endpoint_for(RemoteSpec(type="a2a", url=url), "Desk"))
+        with anyio.fail_after(WAIT):
+            await connection.open()
+            try:
+                connection.card.capabilities.streaming = False  # the card the SDK's client decides by
+                connection._client._config.polling = True  # type: ignore[attr-defined]
+                assert await connection.call_tool("Greet", {"name": "Poll"}) == "greeted Poll"
+                assert await connection.call_tool("Add", {"a": 1, "b": 2}) == 3
+            finally:
+                await connection.close()
