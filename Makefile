@@ -25,11 +25,13 @@ $(VENV)/.test-installed: pyproject.toml $(VENV)/.llama-installed
 	$(BIN)/pip install -e '.[dev]'
 	touch $@
 
-# Third-party MCP peers the tests talk to: the PyPI time server (in a venv of its own), and from npm the MCP
-# Inspector CLI and the reference server `server-everything` (skipped, with the reason, where npm is missing).
+# Third-party peers the tests talk to: the PyPI time server (in a venv of its own), and from npm the MCP
+# Inspector CLI, the reference server `server-everything` and the A2A JS SDK (the tests that need npm are
+# skipped, with the reason, where it is missing).
 TIME_SERVER := .venvs/mcp-server-time
 INSPECTOR := .venvs/inspector
 EVERYTHING := .venvs/server-everything
+A2A_JS := .venvs/a2a-js
 
 $(TIME_SERVER)/bin/mcp-server-time:
 	$(PYTHON) -m venv $(TIME_SERVER)
@@ -45,7 +47,12 @@ $(EVERYTHING)/.installed:
 		npm install --prefix $(EVERYTHING) --no-audit --no-fund --silent @modelcontextprotocol/server-everything@2026.8.31 && touch $@; \
 	else echo "npm not found: the server-everything tests will be skipped"; fi
 
-peers: $(TIME_SERVER)/bin/mcp-server-time $(INSPECTOR)/.installed $(EVERYTHING)/.installed
+$(A2A_JS)/.installed:
+	if command -v npm >/dev/null; then \
+		npm install --prefix $(A2A_JS) --no-audit --no-fund --silent @a2a-js/sdk@1.3.0 && touch $@; \
+	else echo "npm not found: the A2A JS SDK test will be skipped"; fi
+
+peers: $(TIME_SERVER)/bin/mcp-server-time $(INSPECTOR)/.installed $(EVERYTHING)/.installed $(A2A_JS)/.installed
 
 # A real task on the bundled model: the user names an order, the program looks it up in its table and
 # tells the user its status and date (examples/order_status.pal).

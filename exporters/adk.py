@@ -32,8 +32,8 @@ from exporters import Exporter, ExportError, FrameworkNotInstalled, embedded_pla
 from pal_core.ir import Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
-from runtime.schema import JsonSchema, input_schema, json_schema_for_type, schema_problems
-from runtime.values import coerce
+from runtime.inputs import InputError
+from runtime.schema import input_schema, json_schema_for_type
 
 if TYPE_CHECKING:
     from runtime.humans import HumanInput
@@ -97,10 +97,6 @@ class AgentBinding:
     """(parameter, source) pairs: a state key, `@message` or `*`."""
     required: tuple[str, ...]
     """The parameters without a default."""
-    types: Mapping[str, str | None]
-    """Each parameter's declared type, for coercing the values read."""
-    schema: JsonSchema
-    """The JSON Schema of the playbook's arguments, checked before every call."""
     output_key: str | None
     """The state key the result is written to; None: a dict result is the state delta."""
     escalate_key: str | None
@@ -159,8 +155,6 @@ class AgentBinding:
             qualified_name=embedded.qualified_name,
             inputs=tuple(pairs),
             required=tuple(p.name for p in playbook.parameters if p.default is None),
-            types={p.name: p.type for p in playbook.parameters},
-            schema=input_schema(playbook),
             output_key=output_key,
             escalate_key=escalate_key,
             returns_session=_is_imported_adk_entry(embedded) if returns_session is None else returns_session,
@@ -186,12 +180,13 @@ class AgentBinding:
                 f"agent {self.name!r} ({self.qualified_name}): the session state has no value for {wanted}; "
                 f"state keys: {present}. Map parameters with inputs={{'parameter': 'state key'}}"
             )
-        problems = schema_problems(arguments, self.schema)
-        if problems:
-            raise ExportError(
-                f"agent {self.name!r} cannot run {self.qualified_name} on this state: {'; '.join(problems)}"
-            )
-        return {name: coerce(value, self.types[name]) for name, value in arguments.items()}
+        return arguments  # checked at the embedded playbook's door (runtime.session.PlaybookCalls)
+
+    def refused(self, error: InputError) -> ExportError:
+        """The agent's error for arguments the door refused."""
+        return ExportError(
+            f"agent {self.name!r} cannot run {self.qualified_name} on this state: {'; '.join(error.problems)}"
+        )
 
     def event_parts(
         self, outcome: CallOutcome, state: Mapping[str, Any]
@@ -406,7 +401,12 @@ def _classes() -> tuple[type, type]:
         async def _run_async_impl(self, ctx: Any) -> AsyncGenerator[Any, None]:
             state = ctx.session.state
             arguments = self.binding.arguments(state, _message_text(ctx))
-            outcome = await self.embedded.call(arguments, thread=_thread_of(self.embedded, ctx, self.name))
+            try:
+                outcome = await self.embedded.call(
+                    arguments, thread=_thread_of(self.embedded, ctx, self.name)
+                )
+            except InputError as error:
+                raise self.binding.refused(error) from None
             delta, reply, escalate = self.binding.event_parts(outcome, state)
             yield Event(
                 author=self.name,
@@ -440,17 +440,12 @@ def _classes() -> tuple[type, type]:
             )
 
         async def run_async(self, *, args: dict[str, Any], tool_context: Any) -> Any:
-            problems = schema_problems(args, self.schema)
-            if problems:
-                return {"error": f"tool {self.name!r}: {'; '.join(problems)}"}
-            types_by_name = {
-                parameter.name: parameter.type for parameter in self.embedded.playbook.parameters
-            }
-            checked = {key: coerce(value, types_by_name.get(key)) for key, value in args.items()}
             try:
                 outcome = await self.embedded.call(
-                    checked, thread=_thread_of(self.embedded, tool_context, self.name)
+                    args, thread=_thread_of(self.embedded, tool_context, self.name)
                 )
+            except InputError as error:  # checked at the embedded playbook's door
+                return {"error": f"tool {self.name!r}: {'; '.join(error.problems)}"}
             except (CallError, PlaybookFailed) as error:
                 return {"error": f"tool {self.name!r}: {error}"}
             return _tool_result(outcome)

@@ -35,8 +35,7 @@ from exporters import Exporter, ExportError, FrameworkNotInstalled, embedded_pla
 from pal_core.ir import Playbook, Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
-from runtime.schema import input_schema, schema_problems
-from runtime.values import coerce
+from runtime.inputs import InputError
 
 if TYPE_CHECKING:
     from runtime.humans import HumanInput
@@ -335,17 +334,13 @@ def _tool_class() -> type:
             super().__init__(args, object, name, description)
             self.embedded = embedded
             self.thread = thread
-            self._schema = input_schema(embedded.playbook)
 
         async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
             arguments = args.model_dump(exclude_unset=True)
-            problems = schema_problems(arguments, self._schema)
-            if problems:
-                raise ExportError(f"tool {self.name!r}: {'; '.join(problems)}")
-            types = {parameter.name: parameter.type for parameter in self.embedded.playbook.parameters}
-            arguments = {key: coerce(value, types.get(key)) for key, value in arguments.items()}
             try:
                 outcome = await self.embedded.call(arguments, thread=self.thread)
+            except InputError as error:  # checked at the embedded playbook's door
+                raise ExportError(f"tool {self.name!r}: {'; '.join(error.problems)}") from None
             except (CallError, PlaybookFailed) as error:
                 raise ExportError(f"tool {self.name!r}: {error}") from error
             if outcome.value is None and outcome.said_to_user:

@@ -35,8 +35,8 @@ from pal_core.errors import PalError
 from pal_core.ir import Playbook, Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
-from runtime.inputs import InputError, check_arguments
-from runtime.schema import JsonSchema, input_schema, json_schema_for_type
+from runtime.inputs import InputError
+from runtime.schema import input_schema, json_schema_for_type
 
 if TYPE_CHECKING:
     from runtime.humans import HumanInput
@@ -101,8 +101,6 @@ class NodeBinding:
     """The state key the result is written to; None: the result is the update itself."""
     user_messages_key: str | None
     """The state key that receives what the playbook said to the user (a list of str); None: dropped."""
-    schema: JsonSchema
-    """The JSON Schema of the playbook's arguments, checked before every call."""
 
     @classmethod
     def build(
@@ -172,7 +170,6 @@ class NodeBinding:
             required=tuple(p.name for p in playbook.parameters if p.default is None),
             output_key=output_key,
             user_messages_key=user_messages_key,
-            schema=input_schema(playbook),
         )
 
     # --- state -> arguments ------------------------------------------------------------------------
@@ -195,13 +192,14 @@ class NodeBinding:
                 arguments = {self.whole_state_parameter: self._whole_state(state)}
             else:
                 raise ExportError(self._missing_message(state, missing))
-        try:
-            return check_arguments(self.playbook, arguments, schema=self.schema)
-        except InputError as error:
-            raise ExportError(
-                f"node {self.node!r} cannot run {self.qualified_name} on this state: "
-                f"{'; '.join(error.problems)}{self._sources()}"
-            ) from None
+        return arguments  # checked at the embedded playbook's door (runtime.session.PlaybookCalls)
+
+    def refused(self, error: InputError) -> ExportError:
+        """The node's error for arguments the door refused: the problems, and where each came from."""
+        return ExportError(
+            f"node {self.node!r} cannot run {self.qualified_name} on this state: "
+            f"{'; '.join(error.problems)}{self._sources()}"
+        )
 
     def _whole_state(self, state: Any) -> dict[str, Any]:
         try:
@@ -419,15 +417,10 @@ def as_langchain_tool(
     return tool
 
 
-def _tool_arguments(
-    tool_name: str, embedded: EmbeddedPlaybook, schema: JsonSchema, arguments: dict[str, Any]
-) -> dict[str, Any]:
+def _tool_refused(tool_name: str, error: InputError) -> Exception:
     from langchain_core.tools import ToolException
 
-    try:
-        return check_arguments(embedded.playbook, arguments, schema=schema)
-    except InputError as error:
-        raise ToolException(f"tool {tool_name!r}: {'; '.join(error.problems)}") from None
+    return ToolException(f"tool {tool_name!r}: {'; '.join(error.problems)}")
 
 
 def _tool_result(outcome: CallOutcome) -> Any:
@@ -481,11 +474,19 @@ def _classes() -> tuple[type, type]:
 
         def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
             arguments = self.binding.arguments(input)
-            return self.binding.update(self.embedded.call_sync(arguments, thread=self.thread_of(config)))
+            try:
+                outcome = self.embedded.call_sync(arguments, thread=self.thread_of(config))
+            except InputError as error:
+                raise self.binding.refused(error) from None
+            return self.binding.update(outcome)
 
         async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
             arguments = self.binding.arguments(input)
-            return self.binding.update(await self.embedded.call(arguments, thread=self.thread_of(config)))
+            try:
+                outcome = await self.embedded.call(arguments, thread=self.thread_of(config))
+            except InputError as error:
+                raise self.binding.refused(error) from None
+            return self.binding.update(outcome)
 
         def close(self) -> None:
             """Stop the sync runner (see `EmbeddedPlaybook.close`)."""
@@ -508,17 +509,19 @@ def _classes() -> tuple[type, type]:
         """With a store: the thread of every call (None: a new thread per call)."""
 
         def _run(self, **arguments: Any) -> Any:
-            checked = _tool_arguments(self.name, self.embedded, self.args_schema, arguments)
             try:
-                outcome = self.embedded.call_sync(checked, thread=self.thread)
+                outcome = self.embedded.call_sync(arguments, thread=self.thread)
+            except InputError as error:  # checked at the embedded playbook's door
+                raise _tool_refused(self.name, error) from None
             except (CallError, PlaybookFailed) as error:
                 raise _tool_failure(self.name, error) from error
             return _tool_result(outcome)
 
         async def _arun(self, **arguments: Any) -> Any:
-            checked = _tool_arguments(self.name, self.embedded, self.args_schema, arguments)
             try:
-                outcome = await self.embedded.call(checked, thread=self.thread)
+                outcome = await self.embedded.call(arguments, thread=self.thread)
+            except InputError as error:  # checked at the embedded playbook's door
+                raise _tool_refused(self.name, error) from None
             except (CallError, PlaybookFailed) as error:
                 raise _tool_failure(self.name, error) from error
             return _tool_result(outcome)

@@ -9,13 +9,21 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from runtime.commands.budgets import add_budget_arguments, budget_limits
-from runtime.commands.options import count, port, seconds, thread_id
+from runtime.commands.options import seconds, thread_id
+from runtime.serving.options import (
+    add_http_arguments,
+    add_lease_arguments,
+    add_log_arguments,
+    add_run_arguments,
+    positive,
+    serving_limits,
+    serving_model,
+    serving_token,
+)
 
 if TYPE_CHECKING:
     from mcp_bridge.server import PlaybookServer
@@ -39,22 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("program", metavar="FILE", help=".pal, .pbasm, .pb, .md or .json program")
     serve.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
-    serve.add_argument(
-        "--port", type=port, default=8000, help="HTTP port; 0 picks a free one (default: 8000)"
-    )
-    serve.add_argument(
-        "--token",
-        help=f"HTTP only: require `Authorization: Bearer TOKEN` (default: ${TOKEN_ENV} when set)",
-    )
-    serve.add_argument(
-        "--allow-unauthenticated",
-        action="store_true",
-        help="HTTP only: serve an address other machines can reach without a token (refused otherwise)",
-    )
+    add_http_arguments(serve, token_env=TOKEN_ENV, default_port=8000, only="HTTP only: ")
     serve.add_argument(
         "--max-sessions",
-        type=_positive,
+        type=positive,
         default=1000,
         metavar="N",
         help="HTTP only: MCP sessions kept open at once (default: 1000)",
@@ -66,37 +62,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="HTTP only: seconds an idle MCP session is kept (default: 600)",
     )
-    serve.add_argument(
-        "--log-level",
-        choices=("debug", "info", "warning", "error"),
-        default="warning",
-        help="what the log on standard error shows: `info` adds a line per call and per HTTP request; failed "
-        "calls show at `warning` (default: warning)",
-    )
-    serve.add_argument(
-        "--log-format", choices=("text", "json"), default="text", help="text, or one JSON object per line"
-    )
-    serve.add_argument(
-        "--model",
-        "-m",
-        help="model for steps the runtime cannot run itself (litellm string, scripted:FILE, replay:FILE, ...); "
-        "default: $PAL_MODEL, else none (fast-path and Python playbooks only)",
-    )
+    add_log_arguments(serve, per="call")
     serve.add_argument("--name", help="server name shown to clients (default: the file name)")
-    serve.add_argument(
-        "--max-model-calls",
-        type=count,
-        default=200,
-        metavar="N",
-        help="model calls each tool call may make (default: 200)",
-    )
-    serve.add_argument(
-        "--timeout",
-        type=seconds,
-        default=None,
-        metavar="SECONDS",
-        help="wall-clock limit per model call (default: none; an answer's budget is in tokens)",
-    )
+    add_run_arguments(serve, scope="each tool call")
     serve.add_argument(
         "--store",
         metavar="URL",
@@ -104,19 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "continues the thread its `_meta` names (`pal/thread`), else gets a new one; several servers on one "
         "Postgres store share the threads (default: no store, nothing recorded)",
     )
-    serve.add_argument(
-        "--lease",
-        type=seconds,
-        default=None,
-        metavar="SECONDS",
-        help="with --store: seconds a thread stays blocked after the server running its call died, before "
-        "another server takes it over (default: 15; renewed every third of it while a call runs)",
-    )
-    serve.add_argument(
-        "--create-store",
-        action="store_true",
-        help="make the --store if it does not exist yet (without it, a store that does not exist is an error)",
-    )
+    add_lease_arguments(serve)
     serve.add_argument(
         "--thread",
         metavar="ID",
@@ -124,7 +80,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --store and a `state: shared` program: the one thread all calls continue "
         "(default: mcp-<server name>)",
     )
-    add_budget_arguments(serve, scope="each tool call")
     config = actions.add_parser(
         "config",
         help="print the Claude Desktop `mcpServers` entry for the program",
@@ -169,29 +124,26 @@ def _serve(args: argparse.Namespace) -> int:
 
     from pal_core.errors import PalError
     from runtime.loader import load_valid
-    from runtime.program_run import RunLimits
 
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+    token = serving_token(args.token, TOKEN_ENV)
     problem = _option_problem(args, token)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     # Over stdio, stdout is the protocol from now on: python blocks run while loading print to stderr.
     wire = _claim_stdio() if args.transport == "stdio" else None
-    from mcp_bridge.logs import configure
+    from runtime.serving.logs import configure
 
-    configure(args.log_level, args.log_format)
+    configure(args.log_level, args.log_format, command="mcp")
     try:
         program, warnings = load_valid(args.program)
         for warning in warnings:
             print(f"pal mcp: {warning.format(show_source=False)}", file=sys.stderr)
-        model = _model(args.model)
+        model = serving_model(args.model)
     except (PalError, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    limits = RunLimits(
-        max_model_calls=args.max_model_calls, model_timeout=args.timeout, **budget_limits(args)
-    )
+    limits = serving_limits(args)
     return asyncio.run(_serve_program(program, args, model=model, limits=limits, token=token, wire=wire))
 
 
@@ -217,21 +169,6 @@ def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
         except ExposureRefused as refused:
             return str(refused)
     return None
-
-
-def _positive(text: str) -> int:
-    value = count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
-def _model(spec: str | None) -> Model | None:
-    from runtime.models.registry import MODEL_ENV, resolve_model
-
-    if spec is None and not os.environ.get(MODEL_ENV, "").strip():
-        return None  # no model: fast-path and Python playbooks still serve; a model step is a tool error
-    return resolve_model(spec)
 
 
 def _claim_stdio() -> StdioWire:

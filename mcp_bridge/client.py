@@ -22,7 +22,6 @@ import asyncio
 import logging
 import math
 import os
-import re
 import shlex
 import tempfile
 from collections.abc import Mapping
@@ -33,7 +32,7 @@ from typing import IO, Any
 from pal_core.ir import RemoteSpec
 from runtime.errors import ProgramError
 from runtime.python_api import idempotency_key
-from runtime.remote import RemoteCallError, RemoteTool
+from runtime.remote import RemoteCallError, RemoteTool, expand_variables
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +51,6 @@ IDEMPOTENCY_META = "pal/idempotency_key"
 """The `_meta` key of a tool call made by a durable run: the call's idempotency key (runtime.python_api)."""
 
 _MEMORY_SERVERS: dict[str, Any] = {}
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def register_memory_server(name: str, server: Any) -> None:
@@ -160,19 +158,7 @@ def endpoint_for(spec: RemoteSpec, agent_name: str) -> Endpoint:
 
 
 def _expand(text: str | None, agent_name: str, key: str) -> str | None:
-    if text is None:
-        return None
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        found = os.environ.get(name)
-        if found is None:
-            raise ProgramError(
-                f"remote agent {agent_name}: `{key}` uses ${{{name}}}, and the environment variable {name} is not set"
-            )
-        return found
-
-    return _VARIABLE.sub(value, text)
+    return expand_variables(text, agent_name, key)
 
 
 async def connect(spec: RemoteSpec, agent_name: str) -> McpConnection:

@@ -4,7 +4,7 @@
         async with mcp.Client(served.mcp_server) as client:      # in process; or serve_stdio / serving_http
             result = await client.call_tool("Add", {"a": 1, "b": 2})
 
-A call checks its arguments against the tool's input schema, runs the playbook (mcp_bridge.host), sends a
+A call checks its arguments against the tool's input schema, runs the playbook (runtime.serving.host), sends a
 progress notification per executed step when the client asked for progress, and answers with the result
 as text plus structured content `{"result": ...}` when the playbook declares a return type. Whatever
 fails inside the call (bad arguments, a model that keeps breaking the contract, a Python playbook that
@@ -31,24 +31,26 @@ from typing import Any
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
-from mcp_bridge.host import THREAD_META, CallOutcome, PlaybookHost
-from mcp_bridge.operations import ServerMetrics
-from mcp_bridge.tools import PlaybookTool
 from pal_core.errors import PalError
 from pal_core.ir import Program
 from runtime.errors import InputExhausted
-from runtime.inputs import InputError, check_arguments
+from runtime.inputs import InputError
 from runtime.models.base import Model, ModelError
 from runtime.program_run import RunLimits
 from runtime.schema import RESULT_KEY, json_value, returns_value, schema_problems
+from runtime.serving.host import CallOutcome, PlaybookHost
+from runtime.serving.operations import ServerMetrics
+from runtime.serving.playbooks import ServedPlaybook
 from runtime.store import Store
 from runtime.trace import TraceEvent
 from runtime.values import coerce
 
 logger = logging.getLogger(__name__)
 calls_log = logging.getLogger("mcp_bridge.calls")
-"""One line per tool call (mcp_bridge.logs)."""
+"""One line per tool call (runtime.serving.logs)."""
 
+THREAD_META = "pal/thread"
+"""The key of a tool call's `_meta` that names the thread the call continues (with a store)."""
 FAILURE_META = "pal/failure"
 """The key of a tool error's `_meta` that names the kind of failure (`PlaybookFailed`, `BudgetExceeded`...)."""
 
@@ -85,7 +87,7 @@ class PlaybookServer:
         lease: float | None = None,
         log_calls: bool = False,
     ) -> None:
-        """`store` records every call as a thread (see mcp_bridge.host); `shared_thread` names the one
+        """`store` records every call as a thread (see runtime.serving.host); `shared_thread` names the one
         thread of a `state: shared` program's calls; `lease`: seconds a thread stays blocked after the
         process running its call died (docs/durability.md)."""
         self.program = program
@@ -109,9 +111,9 @@ class PlaybookServer:
         prometheus-client is installed)."""
 
     def enable_metrics(self) -> ServerMetrics:
-        """Count calls, failures, latency, model calls and tokens from now on (mcp_bridge.operations)."""
+        """Count calls, failures, latency, model calls and tokens from now on (runtime.serving.operations)."""
         if self.metrics is None:
-            self.metrics = ServerMetrics()
+            self.metrics = ServerMetrics("mcp", "Tool calls", label="tool")
             self.host.trace_listeners.append(self.metrics.on_trace)
         return self.metrics
 
@@ -140,8 +142,8 @@ class PlaybookServer:
 
     async def open(self) -> None:
         """Load the program's agents, connect its remote agents and build the tool list."""
-        tools = await self.host.open()
-        self._listed = [_listing(tool) for tool in tools.values()]
+        served = await self.host.open()
+        self._listed = [_listing(tool) for tool in served.values()]
         self._server = Server(
             self.name,
             version=_package_version(),
@@ -175,9 +177,9 @@ class PlaybookServer:
         return self._server
 
     @property
-    def tools(self) -> Mapping[str, PlaybookTool]:
-        """The tools, by name."""
-        return self.host.tools
+    def tools(self) -> Mapping[str, ServedPlaybook]:
+        """The tools (the served playbooks), by name."""
+        return self.host.served
 
     # --- MCP handlers --------------------------------------------------------------------------------
 
@@ -187,7 +189,7 @@ class PlaybookServer:
         return types.ListToolsResult(tools=self._listed)
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
-        tool = self.host.tools.get(name)
+        tool = self.host.served.get(name)
         return tool.input_schema if tool is not None else None
 
     async def _call_tool(
@@ -217,9 +219,9 @@ class PlaybookServer:
         step when given. With a store, the call continues `thread` (else a new thread), and the result's
         `_meta` names the thread (`pal/thread`). Cancellation propagates (the run is shut down on the way
         out)."""
-        tool = self.host.tools.get(name)
+        tool = self.host.served.get(name)
         if tool is None:
-            offered = ", ".join(sorted(self.host.tools)) or "none"
+            offered = ", ".join(sorted(self.host.served)) or "none"
             return tool_error(f"Unknown tool: {name} (this server offers: {offered})")
         started = time.perf_counter()
         outcome, failure = "cancelled", None
@@ -243,32 +245,24 @@ class PlaybookServer:
 
     async def _call(
         self,
-        tool: PlaybookTool,
+        tool: ServedPlaybook,
         arguments: Mapping[str, Any] | None,
         report: ProgressReport | None,
         thread: str | None,
     ) -> types.CallToolResult:
-        try:
-            arguments = check_arguments(
-                tool.playbook, arguments or {}, label=tool.name, schema=tool.input_schema
-            )
-            if tool.arguments_parameter is not None:
-                # The whole arguments object is one parameter (an imported graph's input state).
-                arguments = check_arguments(
-                    tool.playbook, {tool.arguments_parameter: arguments}, label=tool.name
-                )
-        except InputError as error:
-            return tool_error(str(error), failure="InvalidArguments")
         try:
             if thread is not None and self.host.store is None:
                 return tool_error(
                     f"{tool.name}: the call names thread {thread!r}, but this server keeps no threads "
                     "(start it with --store)"
                 )
+            # The host checks the arguments at its door, for every protocol.
             if report is None:
-                outcome = await self.host.call(tool, arguments, thread=thread)
+                outcome = await self.host.call(tool, arguments or {}, thread=thread)
             else:
-                outcome = await _call_with_progress(self.host, tool, arguments, report, thread)
+                outcome = await _call_with_progress(self.host, tool, arguments or {}, report, thread)
+        except InputError as error:
+            return tool_error(str(error), failure="InvalidArguments")
         except asyncio.CancelledError:
             logger.info("tool %s: the client cancelled the call; its run was stopped", tool.name)
             raise
@@ -288,8 +282,8 @@ class PlaybookServer:
 
 async def _call_with_progress(
     host: PlaybookHost,
-    tool: PlaybookTool,
-    arguments: dict[str, Any],
+    tool: ServedPlaybook,
+    arguments: Mapping[str, Any],
     report: ProgressReport,
     thread: str | None,
 ) -> CallOutcome:
@@ -379,7 +373,7 @@ def _thread_problem(thread: object) -> str | None:
 
 
 def _log_call(tool: str, thread: str | None, outcome: str, failure: str | None, seconds: float) -> None:
-    """The call's line in the log: INFO when it answered, WARNING when it failed (mcp_bridge.logs)."""
+    """The call's line in the log: INFO when it answered, WARNING when it failed (runtime.serving.logs)."""
     level = logging.INFO if outcome == "ok" else logging.WARNING
     if not calls_log.isEnabledFor(level):
         return
@@ -403,7 +397,7 @@ def _log_call(tool: str, thread: str | None, outcome: str, failure: str | None, 
     )
 
 
-def tool_result(tool: PlaybookTool, outcome: CallOutcome) -> types.CallToolResult:
+def tool_result(tool: ServedPlaybook, outcome: CallOutcome) -> types.CallToolResult:
     """The MCP result of a finished call: the return value as text (and as structured content when the
     playbook declares a return type), then what the playbook said to the user."""
     said = [types.TextContent(text=text) for text in outcome.said_to_user]
@@ -433,7 +427,7 @@ def _text(data: Any) -> str:
     return data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
 
 
-def _listing(tool: PlaybookTool) -> types.Tool:
+def _listing(tool: ServedPlaybook) -> types.Tool:
     return types.Tool(
         name=tool.name,
         title=tool.qualified_name,

@@ -202,10 +202,14 @@ class Execution:
                 f"{self.agent.klass}.{playbook.name} takes {len(playbook.parameters)} arguments, got {len(args)}"
             )
         tool, arguments = remote_call(playbook, arguments)
+        # The connection may talk to the user for the remote agent meanwhile (runtime.remote.ask_user).
+        token = current_execution.set(self)
         try:
             return await connection.call_tool(tool, arguments)
         except RemoteCallError as error:
             raise PlaybookFailed(str(error), agent=self.agent.klass, playbook=playbook.name) from error
+        finally:
+            current_execution.reset(token)
 
     # --- messages --------------------------------------------------------------------------------
 

@@ -1,12 +1,19 @@
-"""Remote agents: agents whose playbooks live behind a protocol (MCP today), listed when the program starts.
+"""Remote agents: agents whose playbooks live behind a protocol (MCP, A2A), listed when the program starts.
 
 The runtime knows only this interface. Implementations register by `remote.type` through the entry-point
-group `pal_bridge.remote` (the MCP bridge registers `mcp`), or in code with `register_remote_type`, so the
-runtime never imports the packages above it.
+group `pal_bridge.remote` (the MCP bridge registers `mcp`, the A2A exporter `a2a`), or in code with
+`register_remote_type`, so the runtime never imports the packages above it.
+
+While a call runs, a connection may talk to the run's user for the remote agent: `tell_user` (what the
+remote agent says on the way, shown as the agent's messages) and `ask_user` (a question the remote needs
+answered before it goes on: an A2A task's INPUT_REQUIRED), through the run's user channel, so a durable run
+commits the wait and the answer like any other (docs/durability.md).
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -77,7 +84,7 @@ def connector_for(remote_type: str) -> RemoteConnector:
     known = sorted({*_CONNECTORS, *(entry.name for entry in entry_points(group=ENTRY_POINT_GROUP))})
     raise ProgramError(
         f"no support for remote agents of type {remote_type!r} (known: {', '.join(known) or 'none'}); "
-        "for MCP install the extra: pip install 'pal-bridge[mcp]'"
+        "for MCP install the extra: pip install 'pal-bridge[mcp]', for A2A: pip install 'pal-bridge[a2a]'"
     )
 
 
@@ -176,3 +183,53 @@ def remote_listing(playbooks: Iterable[Playbook]) -> str:
         original = playbook.metadata.extra.get(REMOTE_TOOL_KEY)
         items.append(f"{playbook.name} (the tool {original})" if original else playbook.name)
     return ", ".join(items) or "none"
+
+
+# --- during a call ---------------------------------------------------------------------------------------------
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def expand_variables(text: str | None, agent_name: str, key: str) -> str | None:
+    """`text` with every `${NAME}` replaced by the environment variable (tokens stay out of program files);
+    ProgramError naming the agent, the metadata key and the variable when one is not set."""
+    if text is None:
+        return None
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        found = os.environ.get(name)
+        if found is None:
+            raise ProgramError(
+                f"remote agent {agent_name}: `{key}` uses ${{{name}}}, and the environment variable {name} is not set"
+            )
+        return found
+
+    return _VARIABLE.sub(value, text)
+
+
+async def tell_user(text: str) -> None:
+    """Inside a remote call: the remote agent says `text` to the run's user (progress on the way). Shown
+    once: a resumed run that takes the call's result from its log does not say it again. Nothing outside a
+    call."""
+    from runtime.python_api import current_execution
+
+    execution = current_execution.get()
+    if execution is not None:
+        await execution.say("user", text)
+
+
+async def ask_user(question: str | None) -> str | None:
+    """Inside a remote call: the remote agent asks the run's user `question` (None: it was said already,
+    with `tell_user`) and waits for the answer (None: nobody can answer). In a durable run the wait and the
+    answer are committed, and the call is made again when the thread resumes, its answers read from the log
+    (the user is never asked twice)."""
+    from runtime.python_api import current_execution, touch_call
+
+    execution = current_execution.get()
+    if execution is None:
+        return None
+    touch_call()
+    if question:
+        await execution.say("user", question)
+    return await execution.services.request_user_input(execution.agent)

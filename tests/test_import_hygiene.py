@@ -15,10 +15,12 @@ HEAVY = {
     "litellm",
     "openai",
     "pydantic",
+    "a2a",
     "opentelemetry",
     "starlette",
     "uvicorn",
     "playwright",
+    "prometheus_client",
 }
 
 PROBE = """
@@ -49,4 +51,12 @@ def test_a_run_and_the_studios_modules_load_no_framework() -> None:
     """Spans off (the default) import nothing of OpenTelemetry; the studio imports its web stack only when a
     studio is made."""
     modules = "import runtime.program_run, runtime.session, runtime.telemetry, runtime.studio, runtime.commands.studio"
+    assert _loaded_after(modules) == ""
+
+
+def test_the_serving_host_and_the_a2a_package_load_no_framework() -> None:
+    """The protocol-free serving code (runtime.serving) is shared by the MCP and A2A servers: it must not
+    drag either SDK in, nor must `import exporters.a2a` (the SDK loads when a server or client is made)."""
+    modules = "import runtime.serving.host, runtime.serving.http, runtime.serving.operations, "
+    modules += "runtime.serving.playbooks, runtime.serving.options, exporters.a2a, exporters.a2a.cli"
     assert _loaded_after(modules) == ""

@@ -158,7 +158,7 @@ async def _threads(store: Any, args: argparse.Namespace) -> int:
     threads = await store.list_threads(status=args.status, limit=args.limit)
     if args.json:
         for thread in threads:
-            print(json.dumps(_thread_json(thread, thread_kind(thread)), ensure_ascii=False))
+            print(json.dumps(_thread_json(thread, _kind(thread, thread_kind)), ensure_ascii=False))
         return 0
     if not threads:
         print(f"no threads in {store.url}", file=sys.stderr)
@@ -167,7 +167,7 @@ async def _threads(store: Any, args: argparse.Namespace) -> int:
         (
             thread.id,
             thread.status.value,
-            thread_kind(thread),
+            _kind(thread, thread_kind),
             str(thread.last_entry),
             thread.updated.strftime("%Y-%m-%d %H:%M:%S"),
             thread.program.path.rsplit("/", 1)[-1],
@@ -179,6 +179,12 @@ async def _threads(store: Any, args: argparse.Namespace) -> int:
     for row in (header, *rows):
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
     return 0
+
+
+def _kind(thread: Any, thread_kind: Callable[[Any], str]) -> str:
+    """What the thread is: what a server recorded it served it as (`a2a task`), else its session's kind."""
+    served = thread.metadata.get("served_as")
+    return served if isinstance(served, str) and served else thread_kind(thread)
 
 
 def _thread_json(thread: Any, kind: str) -> dict[str, Any]:

@@ -1,6 +1,11 @@
 """PlaybookCalls: calls of a program's playbooks from outside the program, on one event loop. The embedded
-playbooks of the exporters (runtime.embedding) and the MCP server (mcp_bridge.host) both answer their calls
-here. (runtime/calls.py is another thing: a call written in PAL, run inside a playbook.)
+playbooks of the exporters (runtime.embedding) and the served programs (runtime.serving.host: the MCP and
+A2A servers) all answer their calls here. (runtime/calls.py is another thing: a call written in PAL, run
+inside a playbook.)
+
+This is the door every caller from outside goes through, so the arguments are checked here, for all of
+them, against the called playbook's parameter types (runtime.inputs: a wrong type, a number that is not
+finite, a missing or unknown argument is an InputError naming it), and converted where lossless.
 
 One long-lived run of the program is started once. Without a store, each call gets an instance of the
 called agent from a pool with fresh state (variables, artifacts, session log; with `reload_python`, its
@@ -17,20 +22,24 @@ A program shared by all calls (`shared=True`) keeps its state in one thread, `de
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from pal_core.ir import Program
+from pal_core.ir import Playbook, Program
+from pal_core.messaging import StreamChunkEvent, StreamCompleteEvent, StreamObserver, StreamStartEvent
 from runtime.agent import AgentInstance
 from runtime.agent_pool import AgentPool
 from runtime.budget import Budget
-from runtime.errors import ProgramError, ProgramExit
+from runtime.errors import CallError, ProgramError, ProgramExit
 from runtime.execution import Execution
 from runtime.humans import HumanInput
+from runtime.inputs import check_arguments
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
+from runtime.schema import JsonSchema, input_schema
 from runtime.store import Store
 from runtime.trace import TraceEvent, Tracer
 
@@ -84,13 +93,14 @@ class PlaybookCalls:
         """The long-lived run (pooled and shared calls; the MCP server lists its tools from it)."""
         self._pools: dict[str, AgentPool] = {}
         self._shared_lock = asyncio.Lock()
-        self._threads: OrderedDict[str, CallSession] = OrderedDict()
+        self._threads: OrderedDict[str, tuple[CallSession, _Relay]] = OrderedDict()
         self._threads_lock = asyncio.Lock()
         self._calls: set[Budget | CallSession] = set()
         """The calls in progress: a pooled or shared call's budget, a thread call's session."""
         self._no_calls = asyncio.Event()
         self._no_calls.set()
         self._stopping: str | None = None
+        self._schemas: dict[tuple[str, str], tuple[Playbook, JsonSchema]] = {}
 
     async def open(self) -> ProgramRun:
         """Open the store and start the run: its start-up agents and every agent's message loop."""
@@ -112,7 +122,7 @@ class PlaybookCalls:
         """Shut down the run and the threads' runs, and close the store the calls opened; idempotent."""
         run, self.run = self.run, None
         self._pools.clear()
-        threads = list(self._threads.values())
+        threads = [session for session, _ in self._threads.values()]
         self._threads.clear()
         for session in threads:
             await shielded(session.close())
@@ -138,20 +148,91 @@ class PlaybookCalls:
         *,
         thread: str | None = None,
         listener: StepListener | None = None,
+        observer: StreamObserver | None = None,
+        label: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> CallOutcome:
-        """Run `agent.playbook` with checked keyword arguments. Raises what the runtime raises (PalError and
-        ModelError for failures; InputExhausted when the playbook waits for a user nobody plays)."""
+        """Run `agent.playbook` with keyword arguments, checked first (InputError naming each wrong one,
+        headed `label`, default the playbook's name). Raises what the runtime raises (PalError and
+        ModelError for failures; InputExhausted when the playbook waits for a user nobody plays).
+
+        With a store: `thread` names the thread to continue or make (`metadata` is stored with a new
+        one), and `observer` sees what the call says to the user as it is said."""
         if self.run is None:
             raise ProgramError("the playbook calls are not open (or already closed)")
+        checked = await self.checked_arguments(agent, playbook, arguments, label=label)
         if self.store is not None:
-            return await self._in_thread(agent, playbook, arguments, thread or self.default_thread, listener)
+            return await self._in_thread(
+                agent, playbook, checked, thread or self.default_thread, listener, observer, metadata
+            )
         if thread is not None:
             raise ProgramError(
                 f"thread {thread!r} asked for, but these calls keep no threads (no store given)"
             )
         if self.shared:
-            return await self._on_shared(agent, playbook, arguments, listener)
-        return await self._pooled(agent, playbook, arguments, listener)
+            return await self._on_shared(agent, playbook, checked, listener)
+        return await self._pooled(agent, playbook, checked, listener)
+
+    async def checked_arguments(
+        self, agent: str, playbook: str, arguments: Mapping[str, Any], *, label: str | None = None
+    ) -> dict[str, Any]:
+        """`arguments` checked against the parameters of `agent.playbook` and converted where lossless
+        (runtime.inputs.check_arguments); InputError listing every problem, CallError for a playbook that
+        does not exist."""
+        found = self._schemas.get((agent, playbook))
+        if found is None:
+            run = self._ready_run()
+            instance = await run.agent_instance(agent)
+            target = instance.playbooks.get(playbook) if instance is not None else None
+            if target is None:
+                raise CallError(f"agent {agent} has no playbook {playbook}")
+            found = self._schemas.setdefault((agent, playbook), (target, input_schema(target)))
+        target, schema = found
+        return check_arguments(target, arguments, label=label, schema=schema)
+
+    async def resume(
+        self,
+        thread: str,
+        messages: Iterable[str] = (),
+        *,
+        listener: StepListener | None = None,
+        observer: StreamObserver | None = None,
+        wait: float | None = None,
+    ) -> CallOutcome:
+        """Finish the unfinished call of `thread` (one that waits for the user, or whose process died),
+        `messages` answering its waits first. ThreadStateError when its last call finished, or when another
+        process holds the thread longer than `wait` seconds (default: a call's wait; 0: not at all)."""
+        if self.run is None:
+            raise ProgramError("the playbook calls are not open (or already closed)")
+        if self.store is None:
+            raise ProgramError(
+                f"thread {thread!r} asked for, but these calls keep no threads (no store given)"
+            )
+        session, relay = await self._session(thread, None)
+        self._track(session)
+        try:
+            with relay.watching(observer):
+                return await session.resume(messages, listener=listener, wait=wait)
+        finally:
+            self._untrack(session)
+
+    async def open_thread(self, thread: str, metadata: Mapping[str, Any] | None = None) -> None:
+        """Make `thread` now (with `metadata`, when it is new) and keep its session for the call that
+        follows: a caller that hands the thread's id out before calling (an A2A task) can be asked about it
+        at once."""
+        if self.store is None:
+            raise ProgramError(
+                f"thread {thread!r} asked for, but these calls keep no threads (no store given)"
+            )
+        await self._session(thread, metadata)
+
+    async def forget(self, thread: str) -> None:
+        """Close the kept session of `thread` (its run), if any: nothing will call it here soon. Its next
+        call, if one comes, resumes it from the store."""
+        async with self._threads_lock:
+            kept = self._threads.pop(thread, None)
+        if kept is not None:
+            await shielded(kept[0].close())
 
     async def _pooled(
         self, agent: str, playbook: str, arguments: Mapping[str, Any], listener: StepListener | None
@@ -215,23 +296,30 @@ class PlaybookCalls:
         arguments: Mapping[str, Any],
         thread: str | None,
         listener: StepListener | None,
+        observer: StreamObserver | None,
+        metadata: Mapping[str, Any] | None,
     ) -> CallOutcome:
-        session = await self._session(thread)
+        session, relay = await self._session(thread, metadata)
         self._track(session)
         try:
-            return await session.call(f"{agent}.{playbook}", arguments, listener=listener)
+            with relay.watching(observer):
+                return await session.call(f"{agent}.{playbook}", arguments, listener=listener)
         finally:
             self._untrack(session)
             if thread is None:
                 await shielded(session.close())  # a thread of its own: nothing will call it again here
 
-    async def _session(self, thread: str | None) -> CallSession:
-        """The open session of `thread` (kept for its next calls), or of a new thread."""
+    async def _session(
+        self, thread: str | None, metadata: Mapping[str, Any] | None
+    ) -> tuple[CallSession, _Relay]:
+        """The open session of `thread` (kept for its next calls), or of a new thread, with the relay of what
+        its run says to the user."""
         assert self.store is not None
         async with self._threads_lock:
             if thread is not None and thread in self._threads:
                 self._threads.move_to_end(thread)
                 return self._threads[thread]
+            relay = _Relay()
             session = await CallSession.open(
                 self.program,
                 store=self.store,
@@ -240,21 +328,23 @@ class PlaybookCalls:
                 limits=self.limits,
                 human=self.human,
                 tracer=self.tracer,
+                observers=(relay,),
                 run_factory=self._run_factory,
+                metadata=metadata,
             )
             if self.lease is not None:
                 session.lease = self.lease
             if thread is not None:
-                self._threads[thread] = session
+                self._threads[thread] = (session, relay)
                 while len(self._threads) > KEEP_THREADS:
-                    _, evicted = self._threads.popitem(last=False)
+                    _, (evicted, _) = self._threads.popitem(last=False)
                     # Closed in the background once its calls are done (it resumes from the store).
                     asyncio.get_running_loop().create_task(
                         evicted.close(),
                         context=contextvars.Context(),
                         name=f"close thread {evicted.thread_id}",
                     )
-            return session
+            return session, relay
 
     # --- stopping --------------------------------------------------------------------------------------
 
@@ -301,6 +391,40 @@ class PlaybookCalls:
                 agent_name, AgentPool(run, agent, reload_python=self._reload_python)
             )
         return pool
+
+
+class _Relay:
+    """A thread session's stream observer: passes what the session's run says to the user to the observer of
+    the call in progress, if it has one. A session runs its calls one at a time, in the order they came
+    (its lock is fair), so the call in progress is the first of those watching."""
+
+    def __init__(self) -> None:
+        self._calls: deque[list[StreamObserver | None]] = deque()
+
+    @property
+    def target(self) -> StreamObserver | None:
+        return self._calls[0][0] if self._calls else None
+
+    @contextlib.contextmanager
+    def watching(self, observer: StreamObserver | None) -> Iterator[None]:
+        entry = [observer]
+        self._calls.append(entry)
+        try:
+            yield
+        finally:
+            self._calls.remove(entry)
+
+    async def on_stream_start(self, event: StreamStartEvent) -> None:
+        if self.target is not None:
+            await self.target.on_stream_start(event)
+
+    async def on_stream_chunk(self, event: StreamChunkEvent) -> None:
+        if self.target is not None:
+            await self.target.on_stream_chunk(event)
+
+    async def on_stream_complete(self, event: StreamCompleteEvent) -> None:
+        if self.target is not None:
+            await self.target.on_stream_complete(event)
 
 
 def _events_of(agent_id: str, listener: StepListener) -> StepListener:

@@ -381,32 +381,38 @@ class CallSession(Session):
         )
 
     async def resume(
-        self, messages: Iterable[str] = (), *, listener: Callable[[TraceEvent], None] | None = None
+        self,
+        messages: Iterable[str] = (),
+        *,
+        listener: Callable[[TraceEvent], None] | None = None,
+        wait: float | None = None,
     ) -> CallOutcome:
         """Finish the thread's unfinished call (interrupted, or waiting for the user), `messages` answering
-        it first. ThreadStateError when the last call finished."""
-        async with self._lock, self._holding_lease("its unfinished call"):
+        it first. ThreadStateError when the last call finished, or when another process holds the thread
+        for longer than `wait` seconds (default `busy_wait`; 0: do not wait)."""
+        async with self._lock, self._holding_lease("its unfinished call", wait):
             run, journal = await self._ready()
             if self._unfinished is None:
                 raise ThreadStateError(f"thread {self.thread_id!r} has no unfinished call to resume")
             return await self._finish_unfinished(run, journal, self._human(messages), listener)
 
     @contextlib.asynccontextmanager
-    async def _holding_lease(self, what: str) -> AsyncIterator[None]:
+    async def _holding_lease(self, what: str, wait: float | None = None) -> AsyncIterator[None]:
         """Hold the thread's lease while the block runs (renewed every third of it). Waits while another
-        process holds it (up to `busy_wait`; at once ThreadStateError with busy_wait 0)."""
-        deadline = time.monotonic() + self.busy_wait
+        process holds it (up to `wait`, default `busy_wait`; at once ThreadStateError with 0)."""
+        wait = self.busy_wait if wait is None else wait
+        deadline = time.monotonic() + wait
         pause = 0.02
         while True:
             lease = await self.store.take_lease(self.thread_id, self.owner, seconds=self.lease)
             if lease.held:
                 break
-            if self.busy_wait <= 0 or time.monotonic() >= deadline:
+            if wait <= 0 or time.monotonic() >= deadline:
                 raise ThreadStateError(
                     f"thread {self.thread_id!r}: another process runs a call in it ({lease.owner} holds the "
                     f"thread for {lease.expires_in:.1f} s more, renewing it while its call runs); the call "
                     f"of {what} did not get a turn"
-                    + (f" in {self.busy_wait:g} s" if self.busy_wait > 0 else "; try again when it is done")
+                    + (f" in {wait:g} s" if wait > 0 else "; try again when it is done")
                 )
             # Polling a store that has no notifications, bounded by the holder's lease and busy_wait.
             await asyncio.sleep(min(pause, max(lease.expires_in, 0.001), max(deadline - time.monotonic(), 0)))

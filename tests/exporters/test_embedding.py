@@ -15,6 +15,7 @@ import pytest
 from pal_core.ir import Program
 from runtime.embedding import EmbeddedPlaybook, resolve_playbook
 from runtime.errors import CallError, PlaybookFailed
+from runtime.inputs import InputError
 from runtime.models import ModelCallLimitExceeded, ScriptedModel
 from runtime.program_run import RunLimits
 from runtime.trace import Tracer
@@ -62,7 +63,12 @@ async def test_python_and_fast_path_playbooks_run_with_no_model_call() -> None:
         with anyio.fail_after(10):
             assert (await score.call({"x": 2, "y": 5})).value == {"total": 7, "product": 10}
             assert (await double.call({"n": 21})).value == 42
-            assert (await double.call({"n": "4"})).value == 8  # coerced to the declared int
+            assert (await double.call({"n": 4.0})).value == 8  # converted to the declared int, losslessly
+            # The door checks every caller's arguments (runtime.inputs): text is not a number.
+            with pytest.raises(
+                InputError, match=r'Double: invalid arguments: n must be an integer, got string "4"'
+            ):
+                await double.call({"n": "4"})
     assert model.calls == 0
 
 
@@ -154,8 +160,14 @@ async def test_errors_are_the_runtimes(scorer: Program) -> None:
         with anyio.fail_after(10), pytest.raises(CallError, match="Explode"):
             await explode.call({"because": "boom"})
     async with EmbeddedPlaybook(scorer, "Double") as double:
-        with anyio.fail_after(10), pytest.raises(CallError, match=r"Double needs \$n"):
+        with (
+            anyio.fail_after(10),
+            pytest.raises(CallError, match=r"Double: invalid arguments: n is required"),
+        ):
             await double.call({})
+        # Checked at the door, before anything runs: a number that is not finite is refused wherever it is.
+        with anyio.fail_after(10), pytest.raises(InputError, match=r"n must be a finite number, got nan"):
+            await double.call({"n": float("nan")})
 
 
 @pytest.mark.anyio

@@ -17,8 +17,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_bridge.host import THREAD_META
-from mcp_bridge.server import PlaybookServer
+from mcp_bridge.server import THREAD_META, PlaybookServer
 from pal_core.parser import parse
 from runtime.session.view import read_state
 from runtime.store import ThreadStatus, open_store

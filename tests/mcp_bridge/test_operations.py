@@ -17,11 +17,10 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_bridge.host import THREAD_META
-from mcp_bridge.logs import configure
-from mcp_bridge.server import PlaybookServer
+from mcp_bridge.server import THREAD_META, PlaybookServer
 from mcp_bridge.transports import ExposureRefused, SessionLimits, serving_http
 from pal_core.parser import parse, parse_file
+from runtime.serving.logs import configure
 from runtime.store import StoreUnavailable
 from runtime.store.memory import MemoryStore
 from tests.mcp_bridge.helpers import MCP_FIXTURES, text_of

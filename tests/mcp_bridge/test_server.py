@@ -10,11 +10,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_bridge.host import CallOutcome
 from mcp_bridge.server import PlaybookServer, tool_result
 from pal_core.parser import parse, parse_file
 from runtime.errors import ProgramError
 from runtime.models import ScriptedModel
+from runtime.session import CallOutcome
 from tests.mcp_bridge.helpers import MCP_FIXTURES, agent_tasks, text_of
 
 pytestmark = pytest.mark.anyio

@@ -10,10 +10,10 @@ import pytest
 from mcp import Client
 
 from mcp_bridge.server import PlaybookServer
-from mcp_bridge.tools import playbook_tools, tool_options
 from pal_core.ir import Metadata, Parameter, Playbook
 from pal_core.parser import parse
 from pal_core.writer import write
+from runtime.serving.playbooks import served_playbooks, serving_options
 
 pytestmark = pytest.mark.anyio
 langgraph = pytest.importorskip("langgraph")
@@ -49,7 +49,7 @@ async def test_an_imported_llm_agent_graph_serves_one_tool() -> None:
     from importers.langgraph import import_target
 
     program = import_target("tests.fixtures.langgraph.prebuilt:supervisor_graph").program
-    tools = playbook_tools((agent.name, agent.playbooks) for agent in program.agents)
+    tools = served_playbooks((agent.name, agent.playbooks) for agent in program.agents)
     assert [tool.name for tool in tools] == ["supervisor_graph"]
 
 
@@ -61,8 +61,8 @@ def test_mcp_metadata_is_checked() -> None:
             metadata=Metadata(public=True, extra={"mcp": settings}),
         )
 
-    assert tool_options(playbook({"tool": False})).served is False
-    assert tool_options(playbook({"tool": "g", "arguments": "input"})).arguments == "input"
+    assert serving_options(playbook({"tool": False})).served is False
+    assert serving_options(playbook({"tool": "g", "arguments": "input"})).arguments == "input"
     for settings, message in [
         ("yes", "must be a mapping"),
         ({"tool": 3}, "`tool` must be a tool name or false"),
@@ -71,4 +71,4 @@ def test_mcp_metadata_is_checked() -> None:
         ({"input_schema": {}}, "`input_schema` must be a JSON Schema object, given with `arguments`"),
     ]:
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            tool_options(playbook(settings))
+            serving_options(playbook(settings))

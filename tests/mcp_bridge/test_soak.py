@@ -23,7 +23,7 @@ from anyio.streams.text import TextReceiveStream
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp_bridge.host import THREAD_META
+from mcp_bridge.server import THREAD_META
 from runtime.store import open_store
 from tests.mcp_bridge.helpers import PAL, REPO, text_of
 from tests.mcp_bridge.test_durable_serving import postgres  # noqa: F401 - the module's Postgres fixture

@@ -1,13 +1,15 @@
-"""What an operator of an HTTP server sees: `/healthz`, `/readyz`, `/metrics` and an access log.
+"""What an operator of an HTTP server (MCP or A2A) sees: `/healthz`, `/readyz`, `/metrics` and an access log.
 
 - `GET /healthz`: 200 while the process serves (liveness; no check of anything else).
 - `GET /readyz`: 200 when the server takes calls: open, not stopping, and its store (with `--store`)
   answers a read; else 503 with the reason (readiness: a load balancer sends calls elsewhere meanwhile).
 - `GET /metrics`: Prometheus metrics (`pip install 'pal-bridge[metrics]'`, prometheus-client, imported only
-  here): tool calls by outcome, failures by kind, call latency, calls in progress, model calls and tokens,
-  and with a store the threads by status (counted in the store at each scrape). Behind the bearer token
-  when the server has one; the two probes never are (they reveal nothing).
-- the access log: one line per HTTP request on the logger `mcp_bridge.access` (INFO).
+  here): calls (MCP tool calls, A2A tasks' calls) by outcome, failures by kind, call latency, calls in
+  progress, model calls and tokens, and with a store the threads by status (counted in the store at each
+  scrape). Behind the bearer token when the server has one; the two probes never are (they reveal
+  nothing).
+- the access log: one line per HTTP request on the logger `<protocol>_bridge.access` (`mcp_bridge.access`,
+  `a2a_bridge.access`; INFO).
 """
 
 from __future__ import annotations
@@ -16,15 +18,14 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pal_core.errors import PalError
 
 if TYPE_CHECKING:
-    from mcp_bridge.server import PlaybookServer
+    from runtime.serving.host import PlaybookHost
     from runtime.trace import TraceEvent
 
-access_log = logging.getLogger("mcp_bridge.access")
 
 METRICS_HINT = "metrics need prometheus-client: pip install 'pal-bridge[metrics]'"
 HEALTH_PATH, READY_PATH, METRICS_PATH = "/healthz", "/readyz", "/metrics"
@@ -38,27 +39,66 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-class ServerMetrics:
-    """The Prometheus metrics of one served program, in a registry of its own."""
+class Served(Protocol):
+    """A served program as the operator endpoints and the HTTP transport see it (an MCP PlaybookServer, an
+    A2A server)."""
 
-    def __init__(self) -> None:
+    metrics: ServerMetrics | None
+    """Its Prometheus metrics, once enabled."""
+
+    @property
+    def host(self) -> PlaybookHost:
+        """The host running its playbooks."""
+        ...
+
+    def enable_metrics(self) -> ServerMetrics:
+        """Start counting (the HTTP transport calls it when prometheus-client is installed)."""
+        ...
+
+    async def not_ready(self) -> str | None:
+        """Why it cannot take calls now, or None."""
+        ...
+
+    def request_stop(self, reason: str) -> None:
+        """Stop serving: calls in progress end with `reason`."""
+        ...
+
+    async def stopped(self) -> None:
+        """Return once `request_stop` was called."""
+        ...
+
+
+def access_log_of(protocol: str) -> logging.Logger:
+    """The access log of a protocol's server: `mcp_bridge.access`, `a2a_bridge.access`."""
+    return logging.getLogger(f"{protocol}_bridge.access")
+
+
+class ServerMetrics:
+    """The Prometheus metrics of one served program, in a registry of its own: `pal_<protocol>_calls_total`,
+    `pal_<protocol>_call_failures_total`, `pal_<protocol>_call_seconds`, `pal_<protocol>_calls_in_progress`
+    (labelled by `label`: `tool` for MCP, `skill` for A2A), and the model and thread metrics every server
+    has."""
+
+    def __init__(self, protocol: str = "mcp", what: str = "Tool calls", *, label: str = "tool") -> None:
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
         self.registry = CollectorRegistry()
         """What `/metrics` shows."""
+        self.protocol = protocol
+        prefix = f"pal_{protocol}"
         self.calls = Counter(
-            "pal_mcp_calls", "Tool calls answered, by tool and outcome (ok, error, cancelled)",
-            ["tool", "outcome"], registry=self.registry,
+            f"{prefix}_calls", f"{what} answered, by {label} and outcome (ok, error, cancelled)",
+            [label, "outcome"], registry=self.registry,
         )  # fmt: skip
         self.failures = Counter(
-            "pal_mcp_call_failures", "Tool calls that failed, by tool and kind of failure",
-            ["tool", "kind"], registry=self.registry,
+            f"{prefix}_call_failures", f"{what} that failed, by {label} and kind of failure",
+            [label, "kind"], registry=self.registry,
         )  # fmt: skip
         self.latency = Histogram(
-            "pal_mcp_call_seconds", "Seconds from a tool call's arrival to its answer", ["tool"],
+            f"{prefix}_call_seconds", "Seconds from a call's arrival to its answer", [label],
             buckets=LATENCY_BUCKETS, registry=self.registry,
         )  # fmt: skip
-        self.in_progress = Gauge("pal_mcp_calls_in_progress", "Tool calls being run", registry=self.registry)
+        self.in_progress = Gauge(f"{prefix}_calls_in_progress", f"{what} being run", registry=self.registry)
         self.model_calls = Counter("pal_model_calls", "Model calls made (replayed answers are not)",
                                    registry=self.registry)  # fmt: skip
         self.tokens = Counter("pal_model_tokens", "Tokens of the model calls made", ["kind"],
@@ -82,7 +122,7 @@ class ServerMetrics:
             if count:
                 self.tokens.labels(kind).inc(count)
 
-    async def render(self, server: PlaybookServer) -> bytes:
+    async def render(self, server: Served) -> bytes:
         """The metrics in Prometheus's text format, the thread counts read from the store now."""
         from prometheus_client import generate_latest
 
@@ -91,7 +131,7 @@ class ServerMetrics:
             try:
                 counts = await store.count_threads()
             except PalError as error:
-                access_log.warning("metrics: the store did not answer: %s", error)
+                access_log_of(self.protocol).warning("metrics: the store did not answer: %s", error)
             else:
                 for status, count in counts.items():
                     self.threads.labels(status.value).set(count)
@@ -106,13 +146,15 @@ def metrics_available() -> bool:
 
 
 class OperatorEndpoints:
-    """ASGI middleware: answers /healthz and /readyz itself, passes everything else to `app` (the MCP
-    endpoint and /metrics, behind the token gate), and writes the access log line of every HTTP request."""
+    """ASGI middleware: answers /healthz and /readyz itself, passes everything else to `app` (the protocol's
+    endpoints and /metrics, behind the token gate), and writes the access log line of every HTTP request
+    (on `<protocol>_bridge.access`)."""
 
-    def __init__(self, app: App, server: PlaybookServer) -> None:
+    def __init__(self, app: App, server: Served, *, protocol: str = "mcp") -> None:
         self.app = app
-        """MCP and /metrics, behind the bearer token when the server has one."""
+        """The protocol's endpoints and /metrics, behind the bearer token when the server has one."""
         self.server = server
+        self.access_log = access_log_of(protocol)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -134,7 +176,7 @@ class OperatorEndpoints:
                 await self.app(scope, receive, recorded)
         finally:
             client = scope.get("client")
-            access_log.info(
+            self.access_log.info(
                 "%s %s %s %.1f ms",
                 scope.get("method"),
                 path,
@@ -160,24 +202,24 @@ class OperatorEndpoints:
             await _json(send, 503, {"status": "not ready", "reason": problem})
 
 
-async def metrics_app(server: PlaybookServer, scope: Scope, receive: Receive, send: Send) -> bool:
-    """Answer GET /metrics (True), or leave the request to the MCP endpoint (False)."""
+async def metrics_app(server: Served, scope: Scope, receive: Receive, send: Send) -> bool:
+    """Answer GET /metrics (True), or leave the request to the protocol's endpoints (False)."""
     if scope.get("path") != METRICS_PATH:
         return False
     metrics = server.metrics
     if metrics is None:
-        await _text(send, 501, METRICS_HINT.encode(), "text/plain; charset=utf-8")
+        await send_text(send, 501, METRICS_HINT.encode(), "text/plain; charset=utf-8")
         return True
     from prometheus_client import CONTENT_TYPE_LATEST
 
-    await _text(send, 200, await metrics.render(server), CONTENT_TYPE_LATEST)
+    await send_text(send, 200, await metrics.render(server), CONTENT_TYPE_LATEST)
     return True
 
 
 class MetricsRoute:
-    """ASGI middleware in front of the MCP app (and behind the token gate): serves /metrics."""
+    """ASGI middleware in front of the protocol's app (and behind the token gate): serves /metrics."""
 
-    def __init__(self, app: App, server: PlaybookServer) -> None:
+    def __init__(self, app: App, server: Served) -> None:
         self.app = app
         self.server = server
 
@@ -188,10 +230,13 @@ class MetricsRoute:
 
 
 async def _json(send: Send, status: int, body: dict[str, Any]) -> None:
-    await _text(send, status, json.dumps(body).encode(), "application/json")
+    await send_text(send, status, json.dumps(body).encode(), "application/json")
 
 
-async def _text(send: Send, status: int, body: bytes, content_type: str) -> None:
+async def send_text(
+    send: Send, status: int, body: bytes, content_type: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    """Send a whole HTTP response."""
     await send(
         {
             "type": "http.response.start",
@@ -199,6 +244,7 @@ async def _text(send: Send, status: int, body: bytes, content_type: str) -> None
             "headers": [
                 (b"content-type", content_type.encode()),
                 (b"content-length", str(len(body)).encode()),
+                *headers,
             ],
         }
     )

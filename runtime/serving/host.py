@@ -1,4 +1,7 @@
-"""Running a served program's playbooks for tool calls, with no MCP code: the server module adapts this.
+"""Running a served program's playbooks for calls from outside, with no protocol code: the MCP server
+(mcp_bridge.server) and the A2A server (exporters.a2a) both adapt this one host, so a program is served the
+same way whatever the protocol: the same playbooks (runtime.serving.playbooks), the same argument check (at
+the door, runtime.session.PlaybookCalls), the same runs, threads and leases.
 
 One run of the program lives as long as the server, and the calls are answered by
 runtime.session.PlaybookCalls. By default every call gets fresh agent state (`state: fresh`): an instance
@@ -15,11 +18,13 @@ that wants its agents to remember across calls says so in its front matter:
 
 and then calls take turns (one at a time) on the agents' one instance each, since they share its variables.
 
-With a store (`pal mcp serve --store URL`), every call is recorded as a thread: a new thread per call, or
-the one the client names in the request's `_meta` (`{"pal/thread": "T"}`), whose agents keep their state
-from call to call; with `state: shared`, all calls continue one thread (`--thread`, default
-`mcp-<server name>`). Threads live in the store, so several server processes behind one address share
-them (Postgres): a call continues a thread whatever process served its earlier calls.
+With a store (`pal mcp serve --store URL`, and always for A2A, whose tasks are threads), every call is
+recorded as a thread: a new thread per call, or the one the caller names (an MCP request's `_meta`
+`{"pal/thread": "T"}`, an A2A task id), whose agents keep their state from call to call; with `state:
+shared`, all calls continue one thread (`--thread`, default `mcp-<server name>`). Threads live in the
+store, so several server processes behind one address share them (Postgres): a call continues a thread
+whatever process served its earlier calls, and a call that waits for the user is answered from any of them
+(`resume`).
 
 Remote agents of the served program connect once, when the server starts (standby ones on first use), and
 the runs borrow those connections: starting an MCP server process per tool call would be far too slow.
@@ -34,10 +39,11 @@ from typing import Any
 
 import anyio
 
-from mcp_bridge.tools import PlaybookTool, playbook_tools, tools_by_name
 from pal_core.ir import Agent, Playbook, Program
+from pal_core.messaging import StreamObserver
 from runtime.errors import ProgramError
 from runtime.humans import NoHuman
+from runtime.inputs import check_arguments
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
 from runtime.remote import RemoteConnection, RemoteTool, connector_for
@@ -46,17 +52,17 @@ from runtime.session.playbook_calls import PlaybookCalls
 from runtime.store import Store
 from runtime.trace import TraceEvent, Tracer
 
+from .playbooks import ServedPlaybook, by_name, served_playbooks
+
 STATE_MODES = ("fresh", "shared")
 """How agent state lives across calls: a fresh run per call, or one run shared by all calls."""
 SHUTDOWN_TIMEOUT = 30.0
 """Seconds a run's shutdown may take (it runs even when the call was cancelled)."""
-THREAD_META = "pal/thread"
-"""The key of a tool call's `_meta` that names the thread the call continues (with a store)."""
 
 StepListener = Callable[[TraceEvent], None]
-"""Called with every trace event of a call (the server turns `step` events into progress)."""
+"""Called with every trace event of a call (the MCP server turns `step` events into progress)."""
 
-__all__ = ["THREAD_META", "CallOutcome", "PlaybookHost", "RemotePool", "ServedRun", "state_mode"]
+__all__ = ["CallOutcome", "PlaybookHost", "RemotePool", "ServedRun", "state_mode"]
 
 
 def state_mode(program: Program) -> str:
@@ -176,7 +182,7 @@ class ServedRun(ProgramRun):
 
 
 class PlaybookHost:
-    """Runs a program's public playbooks on request; open it before use, close it after."""
+    """Runs a program's public playbooks on request, for any protocol; open it before use, close it after."""
 
     def __init__(
         self,
@@ -198,16 +204,17 @@ class PlaybookHost:
         self.store = store
         self.shared_thread = shared_thread
         self.lease = lease
-        self.tools: Mapping[str, PlaybookTool] = {}
+        self.served: Mapping[str, ServedPlaybook] = {}
+        """The served playbooks by name (filled by `open`)."""
         self.trace_listeners: list[StepListener] = []
         """Called with every trace event of every run the server starts (the metrics count model calls)."""
         self._pool = RemotePool()
         self._calls: PlaybookCalls | None = None
         self._stopping: str | None = None
 
-    async def open(self) -> Mapping[str, PlaybookTool]:
+    async def open(self) -> Mapping[str, ServedPlaybook]:
         """Connect remote agents, start the run (so a broken Python block fails here, not at the first
-        call), and find the tools. ProgramError or PalError when the program cannot serve."""
+        call), and find the served playbooks. ProgramError or PalError when the program cannot serve."""
         shared = self.mode == "shared"
         default_thread = None
         if shared and self.store is not None:
@@ -230,13 +237,13 @@ class PlaybookHost:
             )
             self._calls = calls
             run = await calls.open()
-            self.tools = _tools(await _local_playbooks(run, self.program))
+            self.served = _served(await _local_playbooks(run, self.program))
         except BaseException:
             await self.close()
             raise
         if self._stopping is not None:
             calls.stop(self._stopping)
-        return self.tools
+        return self.served
 
     def _served_run(self, program: Program, **options: Any) -> ServedRun:
         return ServedRun(program, pool=self._pool, listeners=(self._on_trace,), **options)
@@ -265,19 +272,75 @@ class PlaybookHost:
 
     async def call(
         self,
-        tool: PlaybookTool,
+        served: ServedPlaybook,
         arguments: Mapping[str, Any],
         *,
         listener: StepListener | None = None,
+        observer: StreamObserver | None = None,
         thread: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> CallOutcome:
-        """Run the tool's playbook with keyword arguments (in `thread`, with a store); raises what the
-        runtime raises (PalError and ModelError for failures the caller reports, InputExhausted when it
-        waits for a user)."""
+        """Run the served playbook with keyword arguments as the client sent them (in `thread`, with a
+        store; `metadata` is stored with a new thread). The arguments are checked first: InputError naming
+        each wrong one, headed by the served name. Raises what the runtime raises (PalError and ModelError
+        for failures the caller reports, InputExhausted when it waits for a user); `observer` sees what the
+        call says to the user as it is said (with a store)."""
+        calls = self._open_calls()
+        if served.arguments_parameter is not None:
+            # The whole arguments object is one parameter (an imported graph's input state), checked against
+            # the schema its author wrote.
+            given = check_arguments(served.playbook, arguments, label=served.name, schema=served.input_schema)
+            arguments = {served.arguments_parameter: given}
+        return await calls.call(
+            served.agent,
+            served.playbook.name,
+            arguments,
+            thread=thread,
+            listener=listener,
+            observer=observer,
+            label=served.name,
+            metadata=metadata,
+        )
+
+    async def resume(
+        self,
+        thread: str,
+        messages: Iterable[str] = (),
+        *,
+        listener: StepListener | None = None,
+        observer: StreamObserver | None = None,
+        wait: float | None = None,
+    ) -> CallOutcome:
+        """Finish the unfinished call of `thread` (waiting for the user, or left by a process that died),
+        `messages` answering its waits; raises as `call` does (ThreadStateError when nothing is unfinished,
+        or when another process holds the thread longer than `wait` seconds; 0: do not wait)."""
+        return await self._open_calls().resume(
+            thread, messages, listener=listener, observer=observer, wait=wait
+        )
+
+    async def checked_arguments(self, served: ServedPlaybook, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The arguments `call` would run `served` with, checked as its door checks them (InputError
+        naming each wrong one); for a protocol that must refuse bad arguments before it answers."""
+        calls = self._open_calls()
+        if served.arguments_parameter is not None:
+            given = check_arguments(served.playbook, arguments, label=served.name, schema=served.input_schema)
+            arguments = {served.arguments_parameter: given}
+        return await calls.checked_arguments(served.agent, served.playbook.name, arguments, label=served.name)
+
+    async def open_thread(self, thread: str, metadata: Mapping[str, Any] | None = None) -> None:
+        """Make `thread` in the store now (`metadata` with it), before its first call."""
+        await self._open_calls().open_thread(thread, metadata)
+
+    async def forget(self, thread: str) -> None:
+        """Let go of the run this host keeps for `thread` (its calls are over here for now)."""
+        if self._calls is not None:
+            await self._calls.forget(thread)
+
+    def _open_calls(self) -> PlaybookCalls:
         calls = self._calls
         if calls is None:
             raise ProgramError("the playbook host is not open")
-        return await calls.call(tool.agent, tool.playbook.name, arguments, thread=thread, listener=listener)
+        return calls
 
     def stop_calls(self, reason: str) -> int:
         """End every call in progress, and every later one, with RunStopped(`reason`) (a server shutting
@@ -291,10 +354,10 @@ class PlaybookHost:
             await self._calls.idle()
 
 
-def _tools(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> Mapping[str, PlaybookTool]:
+def _served(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> Mapping[str, ServedPlaybook]:
     try:
-        return tools_by_name(playbook_tools(agents))
-    except ValueError as error:  # two playbooks would share one tool name
+        return by_name(served_playbooks(agents))
+    except ValueError as error:  # two playbooks would share one name
         raise ProgramError(str(error)) from None
 
 

@@ -1,16 +1,17 @@
-"""Which playbooks a served program offers as MCP tools, and under which names.
+"""Which playbooks a served program offers (as MCP tools, as A2A skills), and under which names.
 
-Every public markdown or Python playbook of a local agent is a tool. Remote agents are left out: their
-tools belong to another server, and re-exporting them would make this server a proxy. A tool is named
-after its playbook; when two agents have a public playbook of the same name, both are qualified as
+Every public markdown or Python playbook of a local agent is served. Remote agents are left out: their
+tools belong to another server, and re-exporting them would make this server a proxy. A served playbook is
+named after its playbook; when two agents have a public playbook of the same name, both are qualified as
 `Agent.Playbook`, so no name depends on the order agents are written in. Characters MCP does not allow in
-a tool name (SEP-986: letters, digits, `_`, `-`, `.`) become `_`.
+a tool name (SEP-986: letters, digits, `_`, `-`, `.`) become `_`; A2A skill ids use the same names.
 
-A playbook's metadata can say more under `mcp:` (an imported graph's `Invoke` does):
+A playbook's metadata can say more under `mcp:` (an imported graph's `Invoke` does; the key is named after
+the first protocol served, and shapes the playbook for every protocol):
 
     mcp:
-      tool: plan_graph        # the tool's name; `false` keeps a public playbook out of the tool list
-      arguments: input        # the tool's whole arguments object is this (dict) parameter
+      tool: plan_graph        # the served name; `false` keeps a public playbook out of every listing
+      arguments: input        # the whole arguments object is this (dict) parameter
       input_schema: {...}     # the JSON Schema of that object (default: any object)
 """
 
@@ -26,24 +27,26 @@ from runtime.schema import JsonSchema, input_schema, output_schema
 
 SERVED_KINDS = frozenset({PlaybookKind.MARKDOWN, PlaybookKind.PYTHON})
 """The playbook kinds a server offers (remote tools are another server's)."""
+OPTIONS_KEY = "mcp"
+"""The playbook metadata key that shapes how it is served (see the module docstring)."""
 
 _NOT_ALLOWED = re.compile(r"[^A-Za-z0-9_.-]")
-MAX_TOOL_NAME = 128
-"""The longest tool name MCP allows."""
+MAX_NAME = 128
+"""The longest served name (MCP's limit for a tool name)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PlaybookTool:
-    """A public playbook as an MCP tool."""
+class ServedPlaybook:
+    """A public playbook as a server offers it: an MCP tool, an A2A skill."""
 
     name: str
-    """The tool name clients call."""
+    """The name clients call it by (the MCP tool name, the A2A skill id)."""
     agent: str
     """The agent class the playbook belongs to."""
     playbook: Playbook
     """The playbook, as the program (or a Python module it names) declares it."""
     description: str
-    """What the tool does: the playbook's description, or a sentence naming it."""
+    """What it does: the playbook's description, or a sentence naming it."""
     input_schema: JsonSchema
     """JSON Schema of the arguments, from the typed parameters."""
     output_schema: JsonSchema | None
@@ -59,24 +62,24 @@ class PlaybookTool:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolOptions:
+class ServingOptions:
     """A playbook's `mcp:` metadata, read."""
 
     served: bool = True
     """False for `tool: false`."""
     name: str | None = None
-    """The tool's name, when the metadata gives one."""
+    """The served name, when the metadata gives one."""
     arguments: str | None = None
     """The parameter that takes the whole arguments object."""
     input_schema: JsonSchema | None = None
     """The arguments object's JSON Schema, with `arguments`."""
 
 
-def tool_options(playbook: Playbook) -> ToolOptions:
+def serving_options(playbook: Playbook) -> ServingOptions:
     """The playbook's `mcp:` metadata; ValueError naming the playbook and the key when it is malformed."""
-    settings = playbook.metadata.extra.get("mcp")
+    settings = playbook.metadata.extra.get(OPTIONS_KEY)
     if settings is None:
-        return ToolOptions()
+        return ServingOptions()
     where = f"playbook {playbook.name}: metadata `mcp`"
     if not isinstance(settings, Mapping):
         raise ValueError(f"{where} must be a mapping such as `mcp: {{tool: name}}`, got {settings!r}")
@@ -87,7 +90,7 @@ def tool_options(playbook: Playbook) -> ToolOptions:
         )
     tool = settings.get("tool", True)
     if tool is False:
-        return ToolOptions(served=False)
+        return ServingOptions(served=False)
     if tool is not True and (not isinstance(tool, str) or not tool.strip()):
         raise ValueError(f"{where}: `tool` must be a tool name or false, got {tool!r}")
     arguments = settings.get("arguments")
@@ -101,7 +104,7 @@ def tool_options(playbook: Playbook) -> ToolOptions:
     schema = settings.get("input_schema")
     if schema is not None and (arguments is None or not isinstance(schema, Mapping)):
         raise ValueError(f"{where}: `input_schema` must be a JSON Schema object, given with `arguments`")
-    return ToolOptions(
+    return ServingOptions(
         name=tool.strip() if isinstance(tool, str) else None,
         arguments=arguments,
         input_schema=dict(schema) if schema is not None else None,
@@ -109,31 +112,32 @@ def tool_options(playbook: Playbook) -> ToolOptions:
 
 
 def is_served(playbook: Playbook) -> bool:
-    """Whether a playbook is offered as a tool: public, markdown or Python, and not `mcp: {tool: false}`."""
-    return playbook.public and playbook.kind in SERVED_KINDS and tool_options(playbook).served
+    """Whether a playbook is served: public, markdown or Python, and not `mcp: {tool: false}`."""
+    return playbook.public and playbook.kind in SERVED_KINDS and serving_options(playbook).served
 
 
-def playbook_tools(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> tuple[PlaybookTool, ...]:
-    """The tools of (agent name, playbooks) pairs, in order; only public markdown and Python playbooks."""
+def served_playbooks(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> tuple[ServedPlaybook, ...]:
+    """The served playbooks of (agent name, playbooks) pairs, in order; only public markdown and Python
+    playbooks."""
     offered = [
-        (agent, playbook, tool_options(playbook))
+        (agent, playbook, serving_options(playbook))
         for agent, playbooks in agents
         for playbook in playbooks
         if is_served(playbook)
     ]
-    counts = Counter(_tool_name(options.name or playbook.name) for _, playbook, options in offered)
-    tools: list[PlaybookTool] = []
+    counts = Counter(_served_name(options.name or playbook.name) for _, playbook, options in offered)
+    served: list[ServedPlaybook] = []
     for agent, playbook, options in offered:
-        plain = _tool_name(options.name or playbook.name)
-        # A name the metadata gives is kept as it is (tools_by_name reports a clash).
+        plain = _served_name(options.name or playbook.name)
+        # A name the metadata gives is kept as it is (by_name reports a clash).
         keep = options.name is not None or counts[plain] == 1
-        name = plain if keep else _tool_name(f"{agent}.{playbook.name}")
+        name = plain if keep else _served_name(f"{agent}.{playbook.name}")
         if options.arguments is not None:
             schema = options.input_schema or {"type": "object"}
         else:
             schema = input_schema(playbook)
-        tools.append(
-            PlaybookTool(
+        served.append(
+            ServedPlaybook(
                 name=name,
                 agent=agent,
                 playbook=playbook,
@@ -143,22 +147,22 @@ def playbook_tools(agents: Iterable[tuple[str, Iterable[Playbook]]]) -> tuple[Pl
                 arguments_parameter=options.arguments,
             )
         )
-    return tuple(tools)
+    return tuple(served)
 
 
-def _tool_name(text: str) -> str:
-    return _NOT_ALLOWED.sub("_", text)[:MAX_TOOL_NAME] or "_"
+def _served_name(text: str) -> str:
+    return _NOT_ALLOWED.sub("_", text)[:MAX_NAME] or "_"
 
 
-def tools_by_name(tools: Iterable[PlaybookTool]) -> Mapping[str, PlaybookTool]:
-    """The tools keyed by name; ValueError naming both when two tools would share a name."""
-    found: dict[str, PlaybookTool] = {}
-    for tool in tools:
-        existing = found.get(tool.name)
+def by_name(served: Iterable[ServedPlaybook]) -> Mapping[str, ServedPlaybook]:
+    """The served playbooks keyed by name; ValueError naming both when two would share a name."""
+    found: dict[str, ServedPlaybook] = {}
+    for item in served:
+        existing = found.get(item.name)
         if existing is not None:
             raise ValueError(
-                f"{existing.qualified_name} and {tool.qualified_name} both become the MCP tool {tool.name!r}; "
+                f"{existing.qualified_name} and {item.qualified_name} would both be served as {item.name!r}; "
                 "rename one of them"
             )
-        found[tool.name] = tool
+        found[item.name] = item
     return found

@@ -1,12 +1,12 @@
-"""Which playbooks become tools, and their names."""
+"""Which playbooks are served (MCP tools, A2A skills), and their names."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcp_bridge.tools import playbook_tools, tools_by_name
 from pal_core.ir import Metadata, Playbook, PlaybookKind
 from pal_core.parser import parse_file
+from runtime.serving.playbooks import by_name, served_playbooks
 from tests.conftest import FIXTURES
 
 MCP = FIXTURES / "mcp"
@@ -18,7 +18,7 @@ def _public(name: str, kind: PlaybookKind = PlaybookKind.MARKDOWN, description: 
 
 def test_only_public_markdown_and_python_playbooks_are_tools() -> None:
     program = parse_file(MCP / "calculator.pal")
-    tools = playbook_tools((agent.name, agent.playbooks) for agent in program.agents)
+    tools = served_playbooks((agent.name, agent.playbooks) for agent in program.agents)
     assert [tool.name for tool in tools] == ["Add", "Divide", "Tally", "Announce", "Double", "Greet"]
     add = tools[0]
     assert add.qualified_name == "Calculator.Add"
@@ -34,11 +34,11 @@ def test_only_public_markdown_and_python_playbooks_are_tools() -> None:
 
 def test_remote_tools_are_not_served_again() -> None:
     remote = Playbook(name="get_time", kind=PlaybookKind.REMOTE, metadata=Metadata(public=True))
-    assert playbook_tools([("Clock", [remote])]) == ()
+    assert served_playbooks([("Clock", [remote])]) == ()
 
 
 def test_a_name_two_agents_share_is_qualified_for_both() -> None:
-    tools = playbook_tools(
+    tools = served_playbooks(
         [
             ("Front", [_public("Lookup"), _public("Hello")]),
             ("Back", [_public("Lookup")]),
@@ -48,15 +48,15 @@ def test_a_name_two_agents_share_is_qualified_for_both() -> None:
 
 
 def test_names_keep_to_the_characters_mcp_allows_and_a_description_is_never_empty() -> None:
-    (tool,) = playbook_tools([("Agent(v2)", [_public("Do It")])])
+    (tool,) = served_playbooks([("Agent(v2)", [_public("Do It")])])
     assert tool.name == "Do_It"
     assert tool.description == "Runs the PAL playbook Agent(v2).Do It."
 
 
 def test_two_tools_with_one_name_are_refused_with_both_playbooks_named() -> None:
-    tools = playbook_tools([("A_1", [_public("X")]), ("A 1", [_public("X")])])
-    with pytest.raises(ValueError, match=r"A_1\.X and A 1\.X both become the MCP tool 'A_1\.X'"):
-        tools_by_name(tools)
+    tools = served_playbooks([("A_1", [_public("X")]), ("A 1", [_public("X")])])
+    with pytest.raises(ValueError, match=r"A_1\.X and A 1\.X would both be served as 'A_1\.X'"):
+        by_name(tools)
 
 
 @pytest.mark.anyio

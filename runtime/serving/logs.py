@@ -1,10 +1,12 @@
-"""The server's log: `pal mcp serve --log-level LEVEL --log-format text|json`, on standard error.
+"""A server's log: `pal mcp serve` / `pal a2a serve` `--log-level LEVEL --log-format text|json`, on
+standard error.
 
-Three loggers say what an operator needs: `mcp_bridge.calls` one line per tool call (INFO when it
-answered, WARNING when it failed, so failures show at the default level), `mcp_bridge.access` one line per
-HTTP request (INFO), and the rest of pal-bridge its warnings. With `--log-format json` each line is one JSON
-object with `time`, `level`, `logger`, `message` and the line's fields (`tool`, `thread_id`, `outcome`,
-`duration_ms`; `method`, `path`, `status`, `client` for HTTP), ready for a log shipper.
+Three loggers say what an operator needs: `<protocol>_bridge.calls` one line per call (an MCP tool call,
+an A2A task's call: INFO when it answered, WARNING when it failed, so failures show at the default level),
+`<protocol>_bridge.access` one line per HTTP request (INFO), and the rest of pal-bridge its warnings. With
+`--log-format json` each line is one JSON object with `time`, `level`, `logger`, `message` and the line's
+fields (`tool` or `skill`, `thread_id`, `task_id`, `outcome`, `duration_ms`; `method`, `path`, `status`,
+`client` for HTTP), ready for a log shipper.
 """
 
 from __future__ import annotations
@@ -19,9 +21,23 @@ LEVELS = ("debug", "info", "warning", "error")
 """The accepted `--log-level` values."""
 FORMATS = ("text", "json")
 """The accepted `--log-format` values."""
-FIELDS = ("tool", "thread_id", "outcome", "duration_ms", "error", "method", "path", "status", "client")
+FIELDS = (
+    "tool",
+    "skill",
+    "thread_id",
+    "task_id",
+    "state",
+    "outcome",
+    "duration_ms",
+    "error",
+    "method",
+    "path",
+    "status",
+    "client",
+)
 """The structured fields a log line may carry (`logger.info(..., extra={...})`)."""
-TEXT_FORMAT = "pal mcp: %(levelname)s: %(message)s"
+TEXT_FORMAT = "pal {command}: %(levelname)s: %(message)s"
+"""A text line: `pal mcp: WARNING: ...`."""
 
 
 class JsonLines(logging.Formatter):
@@ -43,15 +59,18 @@ class JsonLines(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
-def configure(level: str = "warning", form: str = "text", *, stream: TextIO | None = None) -> None:
-    """Send the log to `stream` (standard error) at `level`, as text or JSON lines; replaces what an
-    earlier call set up."""
+def configure(
+    level: str = "warning", form: str = "text", *, stream: TextIO | None = None, command: str = "mcp"
+) -> None:
+    """Send the log to `stream` (standard error) at `level`, as text (lines headed `pal <command>:`) or JSON
+    lines; replaces what an earlier call set up."""
     if level not in LEVELS:
         raise ValueError(f"log level {level!r}: use one of {', '.join(LEVELS)}")
     if form not in FORMATS:
         raise ValueError(f"log format {form!r}: use one of {', '.join(FORMATS)}")
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(JsonLines() if form == "json" else logging.Formatter(TEXT_FORMAT))
+    text = logging.Formatter(TEXT_FORMAT.format(command=command))
+    handler.setFormatter(JsonLines() if form == "json" else text)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
