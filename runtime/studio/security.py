@@ -1,9 +1,9 @@
-"""Who may use the studio: the MCP server's Host/Origin checks, then an access token.
+"""Who may use the studio: the serving host's Host/Origin check, then an access token.
 
-Host and Origin are checked by the MCP SDK's own `TransportSecurityMiddleware`, with the settings the SDK
-gives an MCP server bound to the same host (`mcp_security_settings`): on a loopback address only loopback
-`Host` and `Origin` headers pass (421, 403), so a web page elsewhere cannot reach the studio through DNS
-rebinding. The settings are taken from the SDK, not written here, so the two servers cannot drift apart.
+Host and Origin are checked by the same middleware as the MCP and A2A servers (runtime.serving.http
+`HostOriginCheck`, with the same policy): on a loopback address only loopback `Host` and `Origin` headers
+pass (421, 403), so a web page elsewhere cannot reach the studio through DNS rebinding; off loopback the
+token is the gate. One check for every server, so they cannot drift apart.
 
 Then the token, as Jupyter does it: the URL `pal studio` prints carries `?token=...`; the first request with
 it gets an HttpOnly, SameSite=Strict cookie (named after the token, so two studios do not clash) and is
@@ -51,21 +51,11 @@ def new_token() -> str:
     return secrets.token_urlsafe(TOKEN_BYTES)
 
 
-def mcp_security_settings(host: str) -> Any:
-    """The Host/Origin settings the MCP SDK gives an MCP server bound to `host` (None off loopback, where
-    the SDK checks neither and the token is the only gate)."""
-    from mcp.server.lowlevel import Server
-
-    probe = Server("pal-studio")
-    probe.streamable_http_app(host=host)
-    return probe.session_manager.security_settings
-
-
 class StudioGate:
     """ASGI middleware in front of the studio: Host/Origin, then the token; security headers on every answer."""
 
     def __init__(self, app: App, *, token: str, host: str) -> None:
-        from mcp.server.transport_security import TransportSecurityMiddleware
+        from runtime.serving.http import HostOriginCheck
 
         if not token:
             raise ValueError("the studio's access token must not be empty")
@@ -73,19 +63,22 @@ class StudioGate:
         self._token = token.encode()
         self.cookie = "pal_studio_" + hashlib.sha256(self._token).hexdigest()[:12]
         """The cookie that carries the token after the first visit."""
-        self._checks = TransportSecurityMiddleware(mcp_security_settings(host))
+        self._checked = HostOriginCheck.wrap(self._gate, host)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self._checked(scope, receive, send)
+
+    async def _gate(self, scope: Scope, receive: Receive, send: Send) -> None:
         from starlette.requests import Request
 
         request = Request(scope)
         post = request.method not in ("GET", "HEAD")
-        refused = await self._checks.validate_request(request, is_post=post)
-        if refused is not None:
-            await _plain(send, refused.status_code, bytes(refused.body), "text/plain; charset=utf-8")
+        if post and request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            # Actions take JSON: a plain form of another page (which needs no preflight) cannot post here.
+            await _plain(send, 400, b"Invalid Content-Type header", "text/plain; charset=utf-8")
             return
         bearer = _bearer(request.headers.get("authorization", ""))
         if post:

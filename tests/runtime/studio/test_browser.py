@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from runtime.store import open_store
 from tests.runtime.session.processes import REPO, environment, read_until
 from tests.runtime.studio.threads import DESK, DESK_ANSWERS
 
@@ -135,8 +136,12 @@ async def test_watch_answer_and_fork_a_run_in_the_browser(tmp_path: Path) -> Non
     model = f"scripted:{DESK_ANSWERS}"
     run_command = _pal("run", str(DESK), "--thread", "live-1", "--no-input", "--message", "order 1234")
     studio_command = _pal("studio", "--store", store, "--port", "0", "--model", model)
+    # The store exists before either process starts: `pal studio` reads only a store that exists, and the
+    # run making it at the same moment would race the studio's start.
+    async with open_store(store, create=True):
+        pass
     with (
-        _process([*run_command, "--model", model, "--store", store, "--create-store"], tmp_path, env) as run,
+        _process([*run_command, "--model", model, "--store", store], tmp_path, env) as run,
         _process(studio_command, tmp_path, env) as studio,
     ):
         printed = read_until(studio, b"\n", timeout=PROCESS_WAIT).decode()

@@ -8,7 +8,7 @@ import pytest
 
 from runtime.store import open_store
 from runtime.studio import Studio
-from runtime.studio.security import SECURITY_HEADERS, mcp_security_settings
+from runtime.studio.security import SECURITY_HEADERS
 from tests.runtime.studio.threads import AUTH, TOKEN, client, desk_thread
 
 pytestmark = pytest.mark.anyio
@@ -45,11 +45,7 @@ async def test_the_token_in_the_url_becomes_a_cookie() -> None:
             assert allowed.status_code == 200
 
 
-async def test_host_and_origin_are_the_mcp_servers_checks() -> None:
-    settings = mcp_security_settings("127.0.0.1")
-    assert settings.enable_dns_rebinding_protection
-    assert "127.0.0.1:*" in settings.allowed_hosts and "http://localhost:*" in settings.allowed_origins
-    assert mcp_security_settings("0.0.0.0") is None  # as for the MCP server: off loopback, the token alone
+async def test_host_and_origin_are_the_serving_hosts_checks() -> None:
     async with open_store("memory://") as store:
         studio = Studio(store, token=TOKEN)
         async with client(studio, **AUTH) as http:
@@ -66,6 +62,11 @@ async def test_host_and_origin_are_the_mcp_servers_checks() -> None:
                 headers={"content-type": "application/x-www-form-urlencoded"},
             )
             assert form.status_code == 400  # not JSON: a plain form of another page cannot post here
+        # Off loopback the studio is reachable by name, as the MCP and A2A servers are: the token is the gate.
+        remote = Studio(store, token=TOKEN, host="0.0.0.0")
+        async with client(remote, **AUTH) as http:
+            named = await http.get("/", headers={"host": "studio.example:8760"})
+            assert named.status_code == 200
 
 
 async def test_every_answer_carries_the_security_headers() -> None:
