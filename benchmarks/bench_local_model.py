@@ -42,7 +42,7 @@ from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.gbnf_check import parse_gbnf
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.model import LocalSettings, engine
-from runtime.local.turns import GrammarError, local_context
+from runtime.local.turn_plan import GrammarError, local_context
 from runtime.prompt import SYSTEM
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -32,8 +32,8 @@ from exporters import Exporter, ExportError, FrameworkNotInstalled, embedded_pla
 from pal_core.ir import Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
+from runtime.expressions import coerce
 from runtime.schema import JsonSchema, input_schema, json_schema_for_type, schema_problems
-from runtime.values import coerce
 
 if TYPE_CHECKING:
     from runtime.humans import HumanInput

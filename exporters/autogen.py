@@ -35,8 +35,8 @@ from exporters import Exporter, ExportError, FrameworkNotInstalled, embedded_pla
 from pal_core.ir import Playbook, Program
 from runtime.embedding import CallOutcome, EmbeddedPlaybook
 from runtime.errors import CallError, PlaybookFailed
+from runtime.expressions import coerce
 from runtime.schema import input_schema, schema_problems
-from runtime.values import coerce
 
 if TYPE_CHECKING:
     from runtime.humans import HumanInput

@@ -35,13 +35,13 @@ from mcp_bridge.tools import PlaybookTool
 from pal_core.errors import PalError
 from pal_core.ir import Program
 from runtime.errors import InputExhausted
+from runtime.expressions import coerce
 from runtime.inputs import InputError, check_arguments
 from runtime.models.base import Model, ModelError
 from runtime.program_run import RunLimits
 from runtime.schema import RESULT_KEY, json_value, returns_value, schema_problems
 from runtime.store import Store
 from runtime.trace import TraceEvent
-from runtime.values import coerce
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pal_core.ir import ArgKind, Argument, Call
 from pal_core.values import SPEECH_CALLS
 from runtime.errors import CallError
-from runtime.values import NotEvaluable, coerce, evaluate
+from runtime.expressions import NotEvaluable, coerce, evaluate
 
 if TYPE_CHECKING:
     from runtime.execution import Execution

@@ -14,12 +14,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pal_core.flow import END, PlaybookFlow
-from pal_core.ir import ConditionKind, Step, YieldKind
+from pal_core.ir import ConditionKind, Opcode, Step, YieldKind
 from pal_core.values import SPEECH_CALLS
 from runtime.calls import can_resolve, invoke_call
 from runtime.control import CONTINUE, Control
 from runtime.errors import ProgramError
-from runtime.values import NotEvaluable, coerce, evaluate
+from runtime.expressions import NotEvaluable, coerce, evaluate
 
 if TYPE_CHECKING:
     from runtime.execution import Execution
@@ -34,20 +34,20 @@ async def run_step(execution: Execution, frame: Frame, flow: PlaybookFlow, step:
     """Execute `step` if the runtime can do it alone; None when the model must."""
     opcode = step.opcode
     variables = execution.agent.state.variables
-    if opcode == "JMP":
+    if opcode == Opcode.JMP:
         if step.jump_target is None or step.jump_target not in flow.by_line:
             raise ProgramError(
                 f"{frame.playbook.name}:{step.line}: JMP to a line that does not exist ({step.text!r})"
             )
         _done(execution, frame, step, step.jump_target)
         return CONTINUE
-    if opcode == "YLD":
+    if opcode == Opcode.YLD:
         target = step.yield_target
         if target is None or target.kind is YieldKind.UNKNOWN:
             raise ProgramError(f"{frame.playbook.name}:{step.line}: unknown yield target {step.text!r}")
         _done(execution, frame, step, flow.after(step)[0])
         return Control(yield_kind=target.kind, yield_name=target.name)
-    if opcode == "RET":
+    if opcode == Opcode.RET:
         if not step.text:
             value = None
         else:
@@ -58,9 +58,9 @@ async def run_step(execution: Execution, frame: Frame, flow: PlaybookFlow, step:
         frame.return_value = coerce(value, frame.playbook.returns, variables.limits)
         _done(execution, frame, step, END, detail=f"return {value!r}")
         return Control(yield_kind=YieldKind.RETURN)
-    if opcode == "CND":
+    if opcode == Opcode.CND:
         return _condition(execution, frame, flow, step)
-    if opcode in ("QUE", "EXE"):
+    if opcode in (Opcode.QUE, Opcode.EXE):
         return await _call_or_assignment(execution, frame, flow, step)
     return None
 
@@ -93,7 +93,7 @@ async def _call_or_assignment(
         if call.natural or not can_resolve(call, variables) or not execution.is_callable(call.name):
             return None
         _done(execution, frame, step, flow.after(step)[0])
-        if step.opcode == "QUE" and call.name not in SPEECH_CALLS:
+        if step.opcode == Opcode.QUE and call.name not in SPEECH_CALLS:
             frame.queued.append(call)
         else:
             await invoke_call(execution, call)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pal_core.errors import PalError
-from pal_core.ir import Agent, Program
+from pal_core.ir import Agent, Program, TriggerCode
 from pal_core.messaging import (
     DEFAULT_MEETING_TIMEOUTS,
     AsyncMessageQueue,
@@ -344,7 +344,7 @@ class ProgramRun:
     async def _agent_main(self, instance: AgentInstance) -> None:
         try:
             for playbook in instance.playbooks.values():
-                if any(trigger.code == "BGN" for trigger in playbook.triggers):
+                if any(trigger.code == TriggerCode.BGN for trigger in playbook.triggers):
                     await Execution(instance).execute(playbook, [], {})
             await self._message_loop(instance)
         except ProgramExit as stop:
@@ -394,7 +394,7 @@ class ProgramRun:
             execution.receive(others)
             await check_message_triggers(execution)
         for invitation in invitations:
-            from runtime.meetings import join_meeting
+            from runtime.meeting_playbooks import join_meeting
 
             await join_meeting(Execution(instance), invitation)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.turn import CalleeKind, TurnContext
+from pal_core.ir import TriggerCode
 from pal_core.writer import write_playbook
 from runtime.models.base import ChatMessage
 
@@ -143,7 +144,7 @@ def _triggers(context: TurnContext) -> list[str]:
     return [
         f'- `Trigger["{ref}"]` {info.text}'
         for ref, info in context.triggers.items()
-        if info.ref.code != "BGN"
+        if info.ref.code != TriggerCode.BGN
     ]
 
 

@@ -15,9 +15,9 @@ from pal_core.contract.model import ReturnAction, StepAction, VarAction
 from pal_core.ir import ArgKind, Call, Playbook, YieldKind
 from runtime.calls import invoke_call
 from runtime.errors import RunError
+from runtime.expressions import coerce
 from runtime.models.base import ChatMessage, ModelRequest, RequestKind
 from runtime.prompt import SYSTEM
-from runtime.values import coerce
 
 if TYPE_CHECKING:
     from runtime.execution import Execution

@@ -13,15 +13,15 @@ from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction,
 from pal_core.contract.turn import TurnContext, describe_turn
 from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTurn, Violation, read_turn
 from pal_core.flow import END, PlaybookFlow
-from pal_core.ir import Call, YieldKind
+from pal_core.ir import Call, Opcode, YieldKind
 from pal_core.values import SPEECH_CALLS
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import RunError
+from runtime.expressions import coerce
 from runtime.models.base import ChatMessage, ModelRequest, TurnShape
 from runtime.prompt import build_messages, retry_message
 from runtime.value_limits import ValueTooLarge, check_value
-from runtime.values import coerce
 
 if TYPE_CHECKING:
     from runtime.execution import Execution
@@ -214,7 +214,7 @@ async def apply_turn(
             for call in action.calls:
                 if call.name in action.approvals and not await ask_approval(execution, frame, call, call_id):
                     continue
-                if call.name in SPEECH_CALLS or step.opcode == "EXE":
+                if call.name in SPEECH_CALLS or step.opcode == Opcode.EXE:
                     await invoke_call(execution, call)
                 else:
                     frame.queued.append(call)

@@ -18,7 +18,7 @@ from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTu
 from pal_core.flow import END
 from pal_core.ir import YieldKind
 from pal_core.parser import parse
-from runtime.check_turn import location_context
+from runtime.answer_check import location_context
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "paired"
 

@@ -2,7 +2,7 @@
 
 A small model follows a format far better when it has seen it filled in for the very playbook it
 runs. `build_example_turns` walks the playbook's flow graph like a turn would (pal_core.flow through
-runtime.local.turns) and writes each step the way the turn grammar admits it: the first example
+runtime.local.turn_plan) and writes each step the way the turn grammar admits it: the first example
 starts the playbook, the second continues after the first one's yield (or, when the first one
 finished the playbook, takes another branch from the start).
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import EdgeKind
-from pal_core.ir import ArgKind, Call, JsonValue, Step
-from runtime.local.turns import (
+from pal_core.ir import ArgKind, Call, JsonValue, Opcode, Step
+from runtime.local.turn_plan import (
     SPEECH,
     TurnLimits,
     TurnPlan,
@@ -205,10 +205,10 @@ class _ExampleWriter:
     def _enters_retry(self, line: str, target: str) -> bool:
         """Whether going from `line` to `target` enters the body of a CND that jumps back (a retry loop)."""
         step = self.plan.steps[line]
-        if step.opcode != "CND" or not step.children or step.children[0].line != target:
+        if step.opcode != Opcode.CND or not step.children or step.children[0].line != target:
             return False
         return any(
-            inner.opcode == "JMP" and inner.jump_target is not None and inner.jump_target <= step.line
+            inner.opcode == Opcode.JMP and inner.jump_target is not None and inner.jump_target <= step.line
             for inner in step.walk()
         )
 
@@ -237,15 +237,15 @@ class _ExampleWriter:
             return [f"{head} {self._return(step)}"]
         if step.call is not None and writes_call(step):
             return [f"{head} `{self._call(step.call)}`"]
-        if step.opcode == "EXE":
+        if step.opcode == Opcode.EXE:
             if step.assignment is not None:
                 target = step.assignment.target.name
                 return [head, self._var(target, self._assigned(target, step.assignment.expression))]
             produced = plan.declared_in(step)[: self.limits.step_vars]
             return [head] + [self._var(name, self._placeholder(name)) for name in produced]
-        if step.opcode == "QUE":
+        if step.opcode == Opcode.QUE:
             return [f'{head} `Say("user", {_json(self._message(step.text))})`']
-        if step.opcode == "CND":
+        if step.opcode == Opcode.CND:
             return [f"{head} {self._condition_note(step, following)}"]
         return [head]
 

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import END, EdgeKind
-from pal_core.ir import ArgKind, Call, Step
+from pal_core.ir import ArgKind, Call, Opcode, Step
 from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
-from runtime.local.turns import (
+from runtime.local.turn_plan import (
     SPEECH,
     Callee,
     TurnLimits,
@@ -146,7 +146,7 @@ class _GrammarBuilder:
                 ends.append(fired)
         following = plan.next_lines(line, remaining)
         step = plan.steps[line]
-        if step.opcode == "CND" and step.children:
+        if step.opcode == Opcode.CND and step.children:
             # The answer states the outcome (`yes — reason` / `no — reason`) and the path must follow it.
             edges = plan.flow.edges_from(line)
             entered = {edge.target for edge in edges if edge.kind is EdgeKind.ENTER}
@@ -223,7 +223,7 @@ class _GrammarBuilder:
             return self._return(step), ""
         if step.call is not None and writes_call(step):
             return f"{literal(' `')} {self._call(step.call)} {literal('`')}", ""
-        if step.opcode == "EXE":
+        if step.opcode == Opcode.EXE:
             if step.assignment is not None:
                 kind = self.plan.variables.get(step.assignment.target.name, ValueKind.ANY)
                 return "", self._var_line(step.assignment.target.name, kind)
@@ -234,16 +234,16 @@ class _GrammarBuilder:
             options = [self._var_line(name, self.plan.variables.get(name, ValueKind.ANY)) for name in names]
             lines = self.rules.define(rule_name("vars", step.line), alternatives(options))
             return note, f"{lines}{{0,{min(len(names), self.limits.step_vars)}}}"
-        if step.opcode == "QUE":
+        if step.opcode == Opcode.QUE:
             # A QUE step in words queues something: a message to the user, or a call to a known callee.
             options = [f"{_SAY_TO_USER} {self._say_message()} {literal(')`')}"]
             free = self._free_call()
             if free is not None:
                 options.append(f"{literal(' `')} {free} {literal('`')}")
             return alternatives(options), ""
-        if step.opcode == "CND":
+        if step.opcode == Opcode.CND:
             return f"{literal(' ')} {self._note()}", ""
-        if step.opcode in ("TNK", "CHK"):
+        if step.opcode in (Opcode.TNK, Opcode.CHK):
             return f"( {literal(' ')} {self._note()} )?", ""
         return "", ""
 

@@ -14,7 +14,7 @@ import logging
 from pal_core.contract.turn import TurnContext
 from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.grammar import build_turn_grammar, trigger_check_grammar
-from runtime.local.turns import GrammarError
+from runtime.local.turn_plan import GrammarError
 from runtime.models.base import TurnShape
 
 logger = logging.getLogger("runtime.local")

@@ -29,7 +29,7 @@ from runtime.local.gbnf_check import GbnfError, parse_gbnf
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.llama_grammar import accepts, check_grammar, vocabulary
 from runtime.local.model import LocalGrammarError, engine, find_bundled_model, register_local_model
-from runtime.local.turns import GrammarError, local_context
+from runtime.local.turn_plan import GrammarError, local_context
 from runtime.models import ChatMessage, ModelRequest, resolve_model
 from tests.conftest import CORPUS, FIXTURES
 from tests.runtime.local.sampling import sample

@@ -1,4 +1,4 @@
-"""Values in the runtime: a safe evaluator for the expressions PAL steps write, and declared-type checks.
+"""The expressions PAL steps write, evaluated by the runtime itself, and values coerced to declared types.
 
 `evaluate` accepts literals, `$variables`, arithmetic, bitwise operators, comparisons, boolean logic, `in`,
 indexing, f-strings and a few pure builtins (len, str, int, float, round, abs, min, max, sorted). It walks

@@ -24,10 +24,12 @@ from pal_core.ir import (
     Argument,
     Call,
     JsonValue,
+    Opcode,
     Playbook,
     PlaybookKind,
     Program,
     Step,
+    TriggerCode,
     YieldKind,
 )
 
@@ -148,30 +150,34 @@ def _yield_words(kind: YieldKind, name: str | None) -> tuple[str, ...]:
 
 def returns_value(step: Step) -> bool:
     """Whether the step's line carries `Return[...]` and the `$__` summary: RET and `YLD return`."""
-    if step.opcode == "RET":
+    if step.opcode == Opcode.RET:
         return True
     return (
-        step.opcode == "YLD" and step.yield_target is not None and step.yield_target.kind is YieldKind.RETURN
+        step.opcode == Opcode.YLD
+        and step.yield_target is not None
+        and step.yield_target.kind is YieldKind.RETURN
     )
 
 
 def queues_call(step: Step) -> bool:
     """Whether the step queues a call whose result the runtime must produce (any callee but speech)."""
-    return step.call is not None and step.call.name not in SPEECH and step.opcode in ("QUE", "EXE")
+    return step.call is not None and step.call.name not in SPEECH and step.opcode in (Opcode.QUE, Opcode.EXE)
 
 
 def writes_call(step: Step) -> bool:
     """Whether the answer writes the step's call on its line: speech anywhere, other calls on QUE and
     EXE steps only (the verifier allows no other call on TNK, CHK, ...)."""
-    return step.call is not None and (step.call.name in SPEECH or step.opcode in ("QUE", "EXE"))
+    return step.call is not None and (step.call.name in SPEECH or step.opcode in (Opcode.QUE, Opcode.EXE))
 
 
 def _dead_end(step: Step) -> bool:
     """A step that ends the turn with a yield no answer can name."""
     target = step.yield_target
-    ends_turn = step.opcode == "YLD" or target is not None
+    ends_turn = step.opcode == Opcode.YLD or target is not None
     return (
-        step.opcode != "RET" and ends_turn and (target is None or not _yield_words(target.kind, target.name))
+        step.opcode != Opcode.RET
+        and ends_turn
+        and (target is None or not _yield_words(target.kind, target.name))
     )
 
 
@@ -228,7 +234,9 @@ class TurnPlan:
             and callee.name != self.playbook.name
         )
         self.triggers: tuple[StepRef, ...] = tuple(
-            info.ref for info in context.triggers.values() if info.ref.code in ("CND", "EVT")
+            info.ref
+            for info in context.triggers.values()
+            if info.ref.code in (TriggerCode.CND, TriggerCode.EVT)
         )
 
     def _targets(self, line: str) -> list[str]:
@@ -236,7 +244,7 @@ class TurnPlan:
 
     def _exit(self, step: Step, following: tuple[str, ...]) -> StepExit | None:
         target = step.yield_target
-        if step.opcode == "RET":
+        if step.opcode == Opcode.RET:
             return StepExit(words=("return",), mandatory=True)
         if target is not None:
             return StepExit(words=_yield_words(target.kind, target.name), mandatory=True)
