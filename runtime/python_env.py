@@ -17,8 +17,9 @@ from types import CodeType, ModuleType
 from typing import Any
 
 from runtime.errors import ProgramError
-from runtime.module_path import import_module
+from runtime.module_path import import_module, use_module_folders
 from runtime.python_api import BLOCK_GLOBALS, PlaybookFunction
+from runtime.support_modules import is_support_binding, support_helper
 
 _COMPILED: dict[tuple[str, str], CodeType] = {}
 """Compiled python blocks by (file name, source): every instance of an agent (a run per MCP tool call, a
@@ -99,7 +100,13 @@ def load_module_playbooks(
 
 def resolve_import_path(path: str, *, program_file: str | None = None) -> Callable[..., Any]:
     """`package.module:qualname` -> the callable it names (ProgramError with the reason when it does not);
-    the module is looked up as runtime.module_path says."""
+    the module is looked up as runtime.module_path says, a support helper (`pal.langgraph:apply_update`)
+    as runtime.support_modules says."""
+    if is_support_binding(path):
+        # A support helper loads the program's own modules (the graph, the agent tree) by import path:
+        # they are looked up as every bound module is, from the program's folder first.
+        use_module_folders(program_file)
+        return support_helper(path, program_file=program_file)
     module_name, colon, qualname = path.partition(":")
     if not colon or not module_name or not qualname:
         raise ProgramError(f"python binding {path!r} must look like 'package.module:function'")

@@ -16,7 +16,7 @@ The mapping
   has `Invoke($message, $state)` (trigger BGN): it starts the session, runs the root and returns
   `{"state": <final session state>, "reply": <final reply text>}`, what `pal run --input` prints.
 - **The session** is one `$session` dict: the user's message, the state and the events
-  (`importers.adk_support`), with ADK's `temp:` / `app:` / `user:` rules.
+  (`pal.adk`, importers/adk/support.py), with ADK's `temp:` / `app:` / `user:` rules.
 - **Sequential / Loop / Parallel agents** are PAL control flow that runs on the fast path when their
   children do: calls of the sub-agents' `Run` in order; a `While` that stops after the sub-agent whose
   events escalate, or at `max_iterations`; queued calls on the same session whose events are merged in
@@ -48,7 +48,7 @@ from importers import ImportResult, ImportTargetError, load_target
 from importers.adk._diagnostics import CODES
 from importers.adk._emit import AGENT_PLAYBOOK, ENTRY_PLAYBOOK, ProgramWriter
 from importers.adk._read import TreeReader, root_of
-from importers.adk_session import YAML_SUFFIXES
+from importers.adk.session import YAML_SUFFIXES
 from importers.common.diagnostics import Findings
 
 INSTALL_HINT = "pip install 'pal-bridge[adk]'"
@@ -95,7 +95,7 @@ def import_target(target: str, *, strict: bool = False) -> ImportResult:
 def load_config(path: str) -> Any:
     """The agent a YAML agent config builds (once per process: the program's run finds the same one),
     with the config's folder (and its parent, as `adk web` has it) importable for its `code:` references."""
-    from importers.adk_session import load_config as build
+    from importers.adk.session import load_config as build
 
     if not Path(path).is_file():
         raise ImportTargetError(f"agent config {path!r} does not exist")

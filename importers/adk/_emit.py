@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from importers import adk_support
+from importers.adk import support as adk_support
 from importers.adk._model import Agent, AgentKind, Tool, ToolParameter
 from importers.common.diagnostics import Findings
 from importers.common.emit import AgentParts, SupportModule
@@ -38,7 +38,7 @@ TRANSFER_PLAYBOOK = "TransferToAgent"
 DONE = "done"
 """The label of the steps that end a `Run` (the after-agent callback, then RET)."""
 SUPPORT = SupportModule(
-    adk_support, reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK)
+    adk_support, name="adk", reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK, RESPOND_PLAYBOOK, TRANSFER_PLAYBOOK)
 )
 """Where the helper playbooks are bound. An agent's `main` playbooks are `Invoke`, `Run` and `Respond`;
 its other playbooks are its tools and transfers."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from importers import autogen_support
+from importers.autogen import support as autogen_support
 from importers.autogen._chair import MEETING_PLAYBOOK, ChairSteps
 from importers.autogen._model import Member, MemberKind, Team
 from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
@@ -31,6 +31,7 @@ REPLY_PLAYBOOK = "Reply"
 (`exporters.autogen.as_autogen_agent(program, playbook="Alice.Reply")` puts it back in an AutoGen team)."""
 SUPPORT = SupportModule(
     autogen_support,
+    name="autogen",
     reserved=(ENTRY_PLAYBOOK, MEETING_PLAYBOOK, RESPOND_PLAYBOOK, REPLY_PLAYBOOK),
     defaults=False,
 )

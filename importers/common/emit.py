@@ -2,8 +2,10 @@
 support module.
 
 Every importer binds part of its programs to a run-time support module of its own
-(`importers.langgraph_support`, `importers.adk_support`, `importers.autogen_support`), whose `HELPERS`
-maps a function name to the function. An agent declares only the helpers it uses, each as a Python
+(`importers/langgraph/support.py`, `importers/adk/support.py`, `importers/autogen/support.py`), whose
+`HELPERS` maps a function name to the function. Programs bind those helpers by the support module's stable
+name, `python: pal.langgraph:apply_update` (runtime.support_modules resolves it through the entry points
+of pyproject.toml), never by the module's path. An agent declares only the helpers it uses, each as a Python
 playbook named in CamelCase, its header read from the function's signature and its description from the
 first paragraph of its docstring. An agent is written as its main playbooks (the entry and the ones the
 importer names), then the others in the order made (nodes, tools, hand-offs), then its helpers by
@@ -25,17 +27,21 @@ from importers.common.pal_types import pal_type
 from importers.common.steps import literal
 from pal_core.ir import Agent, Metadata, Note, Parameter, Playbook, PlaybookKind
 from pal_core.validate import BUILTIN_PLAYBOOKS
+from runtime.support_modules import PREFIX as SUPPORT_PREFIX
 
 
 class SupportModule:
     """An importer's run-time support module, and the playbook names the agents it builds keep for
     themselves: their own (`reserved`), the helpers' and the builtins'."""
 
-    __slots__ = ("defaults", "functions", "module", "names", "reserved")
+    __slots__ = ("binding", "defaults", "functions", "names", "reserved")
 
-    def __init__(self, module: ModuleType, *, reserved: Iterable[str] = (), defaults: bool = True) -> None:
-        self.module = module.__name__
-        """The module's import path, which every helper playbook is bound under."""
+    def __init__(
+        self, module: ModuleType, *, name: str, reserved: Iterable[str] = (), defaults: bool = True
+    ) -> None:
+        self.binding = f"{SUPPORT_PREFIX}{name}"
+        """The stable name every helper playbook is bound under (`pal.langgraph`: the entry point `name` of
+        the group `pal_bridge.support`)."""
         self.functions: Mapping[str, Callable[..., Any]] = module.HELPERS
         """The helpers by function name."""
         self.names = {function: camel_case(function) for function in self.functions}
@@ -63,7 +69,7 @@ class SupportModule:
         returns = hints.get("return")
         return python_playbook(
             name=self.names[function],
-            path=f"{self.module}:{function}",
+            path=f"{self.binding}:{function}",
             parameters=parameters,
             returns=pal_type(returns) or ("None" if returns is type(None) else "Any"),
             description=first_paragraph(inspect.getdoc(helper) or ""),

@@ -22,7 +22,7 @@ The mapping
   as the `$schema` literal: every key with its type, and for a key with a reducer the reducer's import
   path and starting value. `StartGraph` writes the input, `ApplyUpdate` / `ApplyWrites` apply a
   superstep's updates through the reducers, `FinishGraph` returns the output keys (Python playbooks
-  bound to `importers.langgraph_support`).
+  bound to `pal.langgraph`, importers/langgraph/support.py).
 - **Nodes.** A plain-function node is a Python playbook bound to the function (`python: module:qualname`),
   called with the state and answering the node's update. A node that calls `interrupt()` is a markdown
   playbook that runs the function with the human's answers so far and, at an unanswered question, says

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from importers import langgraph_support
 from importers.common.diagnostics import Findings
 from importers.common.emit import AgentParts, SupportModule, numbered_notes, tool_playbook
 from importers.common.naming import Namer, camel_case, safe_description
 from importers.common.steps import StepList, literal
+from importers.langgraph import support as langgraph_support
 from importers.langgraph._model import Graph, LlmAgent
 from pal_core.ir import Agent, Metadata, Parameter, Playbook, Program
 
@@ -23,7 +23,7 @@ ENTRY_PLAYBOOK = "Invoke"
 """The playbook that runs a graph from its input state to its output state."""
 AGENT_PLAYBOOK = "Run"
 """The react playbook of an LLM agent."""
-SUPPORT = SupportModule(langgraph_support, reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK))
+SUPPORT = SupportModule(langgraph_support, name="langgraph", reserved=(ENTRY_PLAYBOOK, AGENT_PLAYBOOK))
 """Where the helper playbooks are bound. An agent's `main` playbooks are `Invoke` and, for an LLM agent,
 `Run`; its other playbooks are its nodes, routers, tools and hand-offs."""
 

@@ -15,7 +15,7 @@
 
 Node calls are QUE steps flushed by `YLD call`: the calls of a superstep are queued together, all on
 the state before the superstep, and their writes applied together. Bookkeeping (the helpers of
-`importers.langgraph_support` and routers) runs at once as EXE steps.
+`pal.langgraph` and routers) runs at once as EXE steps.
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def test_an_agent_imported_without_a_source_reports_what_cannot_run() -> None:
 
 @pytest.mark.anyio
 async def test_an_unsupported_part_fails_where_it_is_reached_with_the_reason() -> None:
-    from importers.adk_support import AgentStepError
+    from importers.adk.support import AgentStepError
     from runtime.errors import PlaybookFailed
 
     program = import_target("tests.fixtures.adk.diagnostic_agents:unfinished").program
@@ -161,7 +161,7 @@ def test_transfers_follow_adks_rules_parent_peers_and_children() -> None:
 
 @pytest.mark.anyio
 async def test_a_yaml_config_imports_and_ends_like_adks_runner() -> None:
-    from importers.adk_session import load_source
+    from importers.adk.session import load_source
 
     program = parse(write(import_target(CONFIG, strict=True).program))
     agent = load_source(CONFIG)
@@ -189,7 +189,7 @@ def test_targets_that_are_not_adk_programs_are_user_errors() -> None:
 def test_the_importer_is_registered_and_its_modules_load_no_framework() -> None:
     assert get_importer("adk") is import_target
     probe = (
-        "import sys, importers.adk, importers.adk_support, exporters.adk\n"
+        "import sys, importers.adk, importers.adk.support, exporters.adk\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'google', 'langgraph', 'langchain_core'}))"
     )
     loaded = subprocess.run(

@@ -1,11 +1,11 @@
-"""The run-time helpers of imported ADK programs, one rule at a time (importers.adk_support)."""
+"""The run-time helpers of imported ADK programs, one rule at a time (importers/adk/support.py, bound as pal.adk)."""
 
 from __future__ import annotations
 
 import pytest
 
-from importers import adk_support as support
-from importers.adk_support import AgentStepError, SessionError, record_event
+from importers.adk import support
+from importers.adk.support import AgentStepError, SessionError, record_event
 
 
 def _session(state: dict | None = None, *events: dict) -> dict:

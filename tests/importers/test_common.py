@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from importers import autogen_support, langgraph_support
+from importers.autogen import support as autogen_support
 from importers.common.diagnostics import Code, CodeTable, Findings
 from importers.common.emit import AgentParts, SupportModule
 from importers.common.naming import Namer, target_name
+from importers.langgraph import support as langgraph_support
 from pal_core.ir import Metadata, Playbook, PlaybookKind
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,10 +68,10 @@ def test_a_generic_attribute_name_is_qualified_by_its_module() -> None:
 
 
 def test_a_helper_playbook_is_read_from_the_helpers_signature_and_docstring() -> None:
-    support = SupportModule(langgraph_support, reserved=("Invoke",))
+    support = SupportModule(langgraph_support, name="langgraph", reserved=("Invoke",))
     reply = support.playbook("agent_reply")
     assert reply.kind is PlaybookKind.PYTHON
-    assert reply.metadata.python == "importers.langgraph_support:agent_reply"
+    assert reply.metadata.python == "pal.langgraph:agent_reply"
     assert [(p.name, p.type, p.default) for p in reply.parameters] == [
         ("output", "dict", None),
         ("mode", "str", None),
@@ -82,7 +83,7 @@ def test_a_helper_playbook_is_read_from_the_helpers_signature_and_docstring() ->
         "A langgraph-supervisor worker's result as the supervisor graph takes it"
     )
     assert {"Invoke", "AgentReply", "Say"} <= support.reserved
-    turn = SupportModule(autogen_support, defaults=False).playbook("take_turn")
+    turn = SupportModule(autogen_support, name="autogen", defaults=False).playbook("take_turn")
     assert [(p.name, p.default) for p in turn.parameters][-1] == ("fresh_start", None)
     with pytest.raises(KeyError):
         support.playbook("no_such_helper")
@@ -90,7 +91,10 @@ def test_a_helper_playbook_is_read_from_the_helpers_signature_and_docstring() ->
 
 def test_an_agent_lists_its_main_playbooks_then_the_others_then_the_helpers_it_used() -> None:
     parts = AgentParts(
-        name="A", description="", metadata=Metadata(), support=SupportModule(langgraph_support)
+        name="A",
+        description="",
+        metadata=Metadata(),
+        support=SupportModule(langgraph_support, name="langgraph"),
     )
     assert parts.helper("unsupported") == "Unsupported"
     assert parts.helper("apply_update") == parts.helper("apply_update") == "ApplyUpdate"

@@ -406,7 +406,7 @@ def test_a_graph_without_an_entry_point_is_refused() -> None:
 
 def test_importing_the_importer_loads_no_framework() -> None:
     code = (
-        "import sys, importers, importers.langgraph, importers.langgraph_support\n"
+        "import sys, importers, importers.langgraph, importers.langgraph.support\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'langgraph', 'langchain_core', 'pydantic'}))"
     )
     completed = subprocess.run(
@@ -416,13 +416,14 @@ def test_importing_the_importer_loads_no_framework() -> None:
 
 
 def test_the_support_helpers_have_the_signatures_their_playbooks_declare() -> None:
-    from importers import langgraph_support
+    from importers.langgraph import support as langgraph_support
+    from runtime.support_modules import support_helper
 
     program = import_target("tests.fixtures.langgraph.send_fanout:graph").program
     for playbook in program.agents[0].playbooks:
-        if playbook.metadata.python is None or not playbook.metadata.python.startswith("importers."):
+        if playbook.metadata.python is None or not playbook.metadata.python.startswith("pal."):
             continue
-        function = resolve(playbook.metadata.python)
+        function = support_helper(playbook.metadata.python)
         assert function is langgraph_support.HELPERS[playbook.metadata.python.rpartition(":")[2]]
         names = [parameter.name for parameter in playbook.parameters]
         assert names == list(inspect.signature(function).parameters)

@@ -14,8 +14,8 @@ from langgraph.channels.last_value import LastValue
 from langgraph.errors import InvalidUpdateError
 from langgraph.types import Command, Overwrite, Send
 
-from importers import langgraph_support as support
-from importers.langgraph_support import GraphStepError, SchemaError
+from importers.langgraph import support
+from importers.langgraph.support import GraphStepError, SchemaError
 
 SCHEMA = {
     "channels": {

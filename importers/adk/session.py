@@ -1,6 +1,6 @@
 """The `$session` of an imported ADK program, and the helpers that run ADK's own code over it.
 
-A `$session` is `{"message": str, "state": dict, "events": [event, ...]}` (see `importers.adk_support`).
+A `$session` is `{"message": str, "state": dict, "events": [event, ...]}` (see `importers.adk.support`).
 What the imported program cannot do in PAL steps is run here by ADK itself, over a real ADK session made
 from the `$session` (its state, its `temp:` keys, its events as history):
 

@@ -2,7 +2,7 @@
 
 An imported graph keeps the whole graph state in one `$state:dict` variable; the generated playbooks call
 the graph's own node and router functions by import path and call these helpers, bound the same way
-(`python: importers.langgraph_support:<function>`), for what LangGraph's Pregel loop does between nodes:
+(`python: pal.langgraph:<function>`, see runtime.support_modules), for what LangGraph's Pregel loop does between nodes:
 
 - `start_graph` / `finish_graph`: the START superstep (the input written through the reducers) and the
   output, in the shape `graph.invoke` returns.

@@ -16,8 +16,8 @@ last in the final state, as `session_service.get_session` returns them.
 
 The helpers here need nothing but the standard library; the ones that run ADK's own code (a custom
 agent, a tool with a `ToolContext`, a callback, an instruction provider, a workflow node) live in
-`importers.adk_session` and are re-exported here, so every helper playbook is bound to
-`importers.adk_support:<function>`.
+`importers.adk.session` and are re-exported here, so every helper playbook is bound to
+`pal.adk:<function>` (runtime.support_modules).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from importers.adk_session import (
+from importers.adk.session import (
     APP_PREFIX,
     TEMP_PREFIX,
     USER,
