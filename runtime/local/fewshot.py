@@ -19,6 +19,7 @@ import json
 import re
 from dataclasses import dataclass, replace
 
+from pal_core.contract.fixed import choice_list
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import EdgeKind
 from pal_core.ir import ArgKind, Call, JsonValue, Opcode, Step
@@ -28,6 +29,7 @@ from runtime.local.turn_plan import (
     TurnPlan,
     ValueKind,
     argument_text,
+    program_message,
     returns_value,
     say_target,
     writes_call,
@@ -148,7 +150,10 @@ class _ExampleWriter:
         lines.append("plan – " + _clip(f"execute {name} from line {entry}", self.limits.line_chars))
         # What the reply brings: first the variables the first step's call needs (the grammar requires them).
         needed = plan.needed_first(entry)
-        leading = (*needed, *(variable for variable in asked if variable not in needed))
+        leading = (
+            *needed,
+            *(variable for variable in asked if variable not in needed and variable in plan.writable),
+        )
         for variable in leading[: max(self.limits.leading_vars, len(needed))]:
             lines.append(self._var(variable, self._placeholder(variable)))
         if leading:
@@ -240,6 +245,9 @@ class _ExampleWriter:
         if step.opcode == Opcode.EXE:
             if step.assignment is not None:
                 target = step.assignment.target.name
+                choices = self._choices(step)
+                if choices:
+                    return [head, self._var(target, choices[0])]
                 return [head, self._var(target, self._assigned(target, step.assignment.expression))]
             produced = plan.declared_in(step)[: self.limits.step_vars]
             return [head] + [self._var(name, self._placeholder(name)) for name in produced]
@@ -268,7 +276,10 @@ class _ExampleWriter:
             result = f"${call.result.name}{typed} = "
             self._remember(call.result.name, self._placeholder(call.result.name))
         if call.name in SPEECH:
-            text = call.arguments[-1].text if call.arguments else "Hello"
+            message = call.arguments[-1] if call.arguments else None
+            if message is not None and program_message(call):
+                return f"{result}{call.name}({say_target(call)}, {argument_text(message)})"
+            text = message.text if message is not None else "Hello"
             return f"{result}{call.name}({say_target(call)}, {_json(self._message(text))})"
         arguments = []
         for argument in call.arguments:
@@ -295,6 +306,11 @@ class _ExampleWriter:
         return f"{'yes' if entered else 'no'} — {reason}"
 
     # Values --------------------------------------------------------------------------------------
+
+    def _choices(self, step: Step) -> list[JsonValue] | None:
+        source = choice_list(step)
+        options = self.values.get(source) if source is not None else None
+        return options if isinstance(options, list) and options else None
 
     def _var(self, name: str, value: JsonValue) -> str:
         self._remember(name, value)

@@ -32,10 +32,12 @@ everything: the grammar makes violations rare, the verifier makes them harmless.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pal_core.contract.fixed import choice_list
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import END, EdgeKind
 from pal_core.ir import ArgKind, Call, Opcode, Step
@@ -47,6 +49,7 @@ from runtime.local.turn_plan import (
     TurnPlan,
     ValueKind,
     argument_text,
+    program_message,
     returns_value,
     say_target,
     writes_call,
@@ -191,11 +194,10 @@ class _GrammarBuilder:
 
     def _leading_vars(self) -> str | None:
         variables = self.plan.variables
-        if not variables:
+        writable = self.plan.writable
+        if not writable:
             return None
-        options = [
-            f"{literal(f'${name}, ')} {self._new_value(name, kind)}" for name, kind in variables.items()
-        ]
+        options = [f"{literal(f'${name}, ')} {self._new_value(name, variables[name])}" for name in writable]
         close = literal("]`\n")
         self.rules.define("lead-var", f"{literal('`Var[')} {alternatives(options)} {close}")
         return f"lead-var{{1,{self.limits.leading_vars}}}"
@@ -225,8 +227,13 @@ class _GrammarBuilder:
             return f"{literal(' `')} {self._call(step.call)} {literal('`')}", ""
         if step.opcode == Opcode.EXE:
             if step.assignment is not None:
-                kind = self.plan.variables.get(step.assignment.target.name, ValueKind.ANY)
-                return "", self._var_line(step.assignment.target.name, kind)
+                name = step.assignment.target.name
+                choices = self._choices(step)
+                if choices is not None:
+                    close = literal("]`\n")
+                    return "", f"{literal(f'`Var[${name}, ')} {choices} {close}"
+                kind = self.plan.variables.get(name, ValueKind.ANY)
+                return "", self._var_line(name, kind)
             names = self.plan.mentioned(step)
             note = f"( {literal(' ')} {self._note()} )?"
             if not names:
@@ -246,6 +253,23 @@ class _GrammarBuilder:
         if step.opcode in (Opcode.TNK, Opcode.CHK):
             return f"( {literal(' ')} {self._note()} )?", ""
         return "", ""
+
+    def _choices(self, step: Step) -> str | None:
+        """The values a step that chooses from a list the program holds may give (`$choice = ... one of
+        $candidates ...`): exactly the list's items, when the turn knows them."""
+        source = choice_list(step)
+        options = self.plan.context.values.get(source) if source is not None else None
+        if not isinstance(options, list) or not options:
+            return None
+        texts = []
+        for option in options:
+            try:
+                texts.append(json.dumps(option, ensure_ascii=False))
+            except (TypeError, ValueError):
+                return None
+        return self.rules.define(
+            rule_name("choice", step.line), alternatives(literal(text) for text in texts)
+        )
 
     def _return(self, step: Step) -> str:
         plan = self.plan
@@ -283,6 +307,12 @@ class _GrammarBuilder:
             parts.append(literal(f"${call.result.name}{typed} = "))
         if call.name in SPEECH:
             target = say_target(call)
+            message = call.arguments[-1] if call.arguments else None
+            if message is not None and program_message(call):
+                # The program's own message (the runtime says it as written).
+                said = literal(f"{call.name}({target}, {argument_text(message)})")
+                parts.append(said)
+                return " ".join(parts)
             parts.append(f"{literal(f'{call.name}({target}, ')} {self._say_message()} {literal(')')}")
             return " ".join(parts)
         pieces: list[str] = [literal(f"{call.name}(")]
@@ -314,7 +344,7 @@ class _GrammarBuilder:
                 options.append(f"{literal(callee.name + '(')} {args} {literal(')')}")
             else:
                 options.append(literal(callee.name + "()"))
-        names = list(self.plan.variables)
+        names = list(self.plan.writable)
         call = self.rules.define("free-call", alternatives(options))
         if not names:
             return call
