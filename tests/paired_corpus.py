@@ -66,7 +66,12 @@ def judge(record: dict, context: TurnContext) -> Outcome:
             [item.format() for item in violation.violations],
             [r.format() for r in repairs],
         )
-    return Outcome(record, True, turn, [], [r.format() for r in repairs])
+    return Outcome(record, True, turn, [], [r.format() for r in (*repairs, *_fixed_values(turn))])
+
+
+def _fixed_values(turn: VerifiedTurn) -> tuple:
+    """What the verifier replaced with the program's own values (R16), with the repairs."""
+    return tuple(item for item in turn.repairs if item.code == "R16")
 
 
 def effect(turn: VerifiedTurn, context: TurnContext) -> tuple:
