@@ -114,7 +114,7 @@ async def check_message_triggers(execution: Execution) -> None:
         kind=RequestKind.TRIGGERS,
         grammar=shaping.trigger_check(tuple(known)).grammar if shaping is not None else None,
         messages=(ChatMessage(role="user", content=prompt),),
-        max_tokens=64,
+        max_tokens=services.limits.answer_tokens(RequestKind.TRIGGERS),
         temperature=execution.services.limits.temperature,
         seed=execution.services.limits.seed,
         metadata={"agent": instance.klass, "mode": "triggers"},

@@ -15,6 +15,7 @@ from pal_core.contract.turn import TurnContext, describe_turn
 from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTurn, Violation, read_turn
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import Call, Opcode, YieldKind
+from pal_core.messaging import MessagingError
 from pal_core.values import SPEECH_CALLS
 from runtime.calls import invoke_call
 from runtime.control import Control
@@ -56,7 +57,31 @@ def turn_context(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Turn
         heard=[message.content for message in agent.unread],
         evaluate=contract_evaluator(variables.limits),
         last_line=frame.last_line,
+        participants=_participants(execution, frame.meeting_id),
     )
+
+
+def _participants(execution: Execution, meeting_id: str | None) -> tuple[str, ...] | None:
+    """Who is in the frame's meeting now, by agent class (`human` for the user); None outside one."""
+    if meeting_id is None:
+        return None
+    services = execution.services
+    try:
+        meeting = services.meetings.meeting(meeting_id)
+    except MessagingError:
+        return None
+    names: list[str] = []
+    for member in (*meeting.participant_ids, *meeting.invitations):
+        if member == "human":
+            name = "human"
+        else:
+            instance = services.agents.instances.get(member)
+            if instance is None:
+                continue
+            name = instance.klass
+        if name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Control:

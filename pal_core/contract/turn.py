@@ -107,6 +107,9 @@ class TurnContext:
     makes), each with where: an answer writes one only where a step of the turn asks for it."""
     last_line: str | None = None
     """The line that ended the previous turn of this playbook (its question is answered now), if any."""
+    participants: tuple[str, ...] = ()
+    """In a meeting, who is in it (agent classes, `human` for the user): whom `Say("meeting @Name", ...)` may
+    give the turn, and what a chair's speaker choice names. Empty: not known (not checked)."""
 
     def callee(self, name: str) -> Callee | None:
         """What `name` calls, or None when it is not callable from here."""
@@ -143,6 +146,7 @@ def describe_turn(
     heard: Iterable[str] = (),
     evaluate: Evaluate | None = None,
     last_line: str | None = None,
+    participants: Iterable[str] | None = None,
 ) -> TurnContext:
     """The TurnContext of `playbook` of `agent` at `line`.
 
@@ -151,7 +155,8 @@ def describe_turn(
     that exist (default: every variable the agent names, see `agent_variables`); `declared_types` the
     types declared anywhere in the agent (default: from the program); `heard` the text of the messages the
     turn brings; `evaluate` how the program's expressions are computed (the runtime's evaluator; default:
-    literals only); `last_line` the line that ended the previous turn."""
+    literals only); `last_line` the line that ended the previous turn; `participants` who is in the meeting
+    the frame runs in (default, in a meeting playbook: its owner and its declared attendees)."""
     own = list(playbooks) if playbooks is not None else list(agent.playbooks)
     named = agent_variables(agent)
     known = dict(variables) if variables is not None else dict(named)
@@ -204,7 +209,18 @@ def describe_turn(
         evaluate=evaluate,
         program_variables=_program_variables(agent, playbook),
         last_line=last_line,
+        participants=tuple(participants)
+        if participants is not None
+        else _attendees(agent, playbook, in_meeting),
     )
+
+
+def _attendees(agent: Agent, playbook: Playbook, in_meeting: bool) -> tuple[str, ...]:
+    """Who a meeting playbook's meeting holds, as the program declares it (empty when it declares none)."""
+    if not in_meeting:
+        return ()
+    declared = (*playbook.metadata.required_attendees, *playbook.metadata.optional_attendees)
+    return (agent.name, *declared) if declared else ()
 
 
 def _program_variables(agent: Agent, playbook: Playbook) -> dict[str, str]:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.fixed import check_fixed
+from pal_core.contract.meeting import check_meeting_targets
 from pal_core.contract.model import (
     Answer,
     ArtifactAction,
@@ -171,6 +172,7 @@ def _with_fixed_values(turn: VerifiedTurn, context: TurnContext, violations: lis
     """The turn with the values the program fixes in place (pal_core.contract.fixed): what the answer stated
     otherwise is replaced (R16), and its broken rules (V17-V19) are added to `violations`."""
     fixed, replaced, broken = check_fixed(turn, context)
+    broken += check_meeting_targets(fixed, context)
     violations.extend(
         Violation(code=item.code, message=item.message, answer_line=_line_of(item.action)) for item in broken
     )

@@ -252,7 +252,8 @@ class _ExampleWriter:
             produced = plan.declared_in(step)[: self.limits.step_vars]
             return [head] + [self._var(name, self._placeholder(name)) for name in produced]
         if step.opcode == Opcode.QUE:
-            return [f'{head} `Say("user", {_json(self._message(step.text))})`']
+            target = "meeting" if plan.context.in_meeting else "user"
+            return [f'{head} `Say("{target}", {_json(self._message(step.text))})`']
         if step.opcode == Opcode.CND:
             return [f"{head} {self._condition_note(step, following)}"]
         return [head]

@@ -41,7 +41,8 @@ from pal_core.contract.fixed import choice_list
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import END, EdgeKind
 from pal_core.ir import ArgKind, Call, Opcode, Step
-from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
+from runtime.local.gbnf import RuleSet, alternatives, literal, rule_name
+from runtime.local.grammar_text import TextRules
 from runtime.local.turn_plan import (
     SPEECH,
     Callee,
@@ -94,11 +95,10 @@ def build_turn_grammar(
     return TurnGrammar(text=text, entries=plan.entries, max_steps=plan.budget, rule_count=len(builder.rules))
 
 
-class _GrammarBuilder:
+class _GrammarBuilder(TextRules):
     def __init__(self, plan: TurnPlan, heard: tuple[str, ...] = ()) -> None:
+        super().__init__(RuleSet(), plan.limits)
         self.plan = plan
-        self.limits = plan.limits
-        self.rules = RuleSet()
         self.heard = heard
         """Numbers in the messages the turn brings, as JSON text."""
 
@@ -243,7 +243,7 @@ class _GrammarBuilder:
             return note, f"{lines}{{0,{min(len(names), self.limits.step_vars)}}}"
         if step.opcode == Opcode.QUE:
             # A QUE step in words queues something: a message to the user, or a call to a known callee.
-            options = [f"{_SAY_TO_USER} {self._say_message()} {literal(')`')}"]
+            options = [f"{target} {self._say_message()} {literal(')`')}" for target in self._say_targets()]
             free = self._free_call()
             if free is not None:
                 options.append(f"{literal(' `')} {free} {literal('`')}")
@@ -253,6 +253,19 @@ class _GrammarBuilder:
         if step.opcode in (Opcode.TNK, Opcode.CHK):
             return f"( {literal(' ')} {self._note()} )?", ""
         return "", ""
+
+    def _say_targets(self) -> list[str]:
+        """Whom a step in words speaks to: the user; in a meeting, the meeting, or its participants by name."""
+        context = self.plan.context
+        if not context.in_meeting:
+            return [_SAY_TO_USER]
+        targets = [literal(' `Say("meeting", ')]
+        targets += [
+            literal(f' `Say("meeting @{name}", ')
+            for name in context.participants
+            if name not in (context.agent,)
+        ]
+        return targets
 
     def _choices(self, step: Step) -> str | None:
         """The values a step that chooses from a list the program holds may give (`$choice = ... one of
@@ -313,7 +326,13 @@ class _GrammarBuilder:
                 said = literal(f"{call.name}({target}, {argument_text(message)})")
                 parts.append(said)
                 return " ".join(parts)
-            parts.append(f"{literal(f'{call.name}({target}, ')} {self._say_message()} {literal(')')}")
+            context = self.plan.context
+            targets = [target]
+            if context.in_meeting and target == '"meeting"':
+                # In a meeting the message may give named participants the turn (`meeting @Chef`).
+                targets += [f'"meeting @{name}"' for name in context.participants if name != context.agent]
+            opening = alternatives(literal(f"{call.name}({option}, ") for option in targets)
+            parts.append(f"{opening} {self._say_message()} {literal(')')}")
             return " ".join(parts)
         pieces: list[str] = [literal(f"{call.name}(")]
         for index, argument in enumerate(call.arguments):
@@ -359,69 +378,6 @@ class _GrammarBuilder:
         ]
         options.extend(literal(f"${name}") for name in self.plan.existing)
         return self.rules.define("argument", alternatives(options))
-
-    # Text and values ------------------------------------------------------------------------------
-
-    def _chars(self, name: str, maximum: int, minimum: int = 0) -> str:
-        """`maximum` characters of a double-quoted string's inside (no quote, backslash, backtick)."""
-        self.rules.define("str-char", char_class('"\\`', _CONTROL, negated=True))
-        return self.rules.define(rule_name(name, "text"), f"str-char{{{minimum},{maximum}}}")
-
-    def _value_text(self, name: str, maximum: int) -> str:
-        """The inside of a string value the model writes into a variable, a return or its summary: like
-        `_chars`, but never starting with `<`. The example turns show values as stand-ins such as
-        `"<order status>"`; a model that copied one would return made-up text, so no answer can."""
-        self.rules.define("str-char", char_class('"\\`', _CONTROL, negated=True))
-        self.rules.define("value-first-char", char_class('"\\`<', _CONTROL, negated=True))
-        body = f"( value-first-char str-char{{0,{maximum - 1}}} )?"
-        return self.rules.define(rule_name(name, "text"), body)
-
-    def _say_message(self) -> str:
-        text = self._chars("say", self.limits.say_chars, minimum=1)
-        return self.rules.define("say-message", f"{_QUOTE} {text} {_QUOTE}")
-
-    def _line_text(self) -> str:
-        self.rules.define("line-char", char_class("", _CONTROL, negated=True))
-        return self.rules.define("line-text", f"line-char{{1,{self.limits.line_chars}}}")
-
-    def _note(self) -> str:
-        first = char_class(" `[]" + _NOTE_OPENERS_EXCLUDED, _CONTROL, negated=True)
-        self.rules.define("note-char", char_class("`[]", _CONTROL, negated=True))
-        return self.rules.define("note", f"{first} note-char{{0,{self.limits.note_chars - 1}}}")
-
-    def _reason(self) -> str:
-        """The reason after a CND's `yes — ` / `no — `: any first character (nothing there reads as `yld`)."""
-        first = char_class(" `[]", _CONTROL, negated=True)
-        self.rules.define("note-char", char_class("`[]", _CONTROL, negated=True))
-        return self.rules.define("reason", f"{first} note-char{{0,{self.limits.note_chars - 1}}}")
-
-    def _value(self, kind: ValueKind) -> str:
-        """The rule for a JSON value of `kind`, defining it (and what it uses) on first use."""
-        rules = self.rules
-        limits = self.limits
-        if kind is ValueKind.STRING:
-            text = self._value_text("string", limits.string_chars)
-            return rules.define("v-string", f"{_QUOTE} {text} {_QUOTE}")
-        if kind is ValueKind.INTEGER:
-            return rules.define("v-integer", '"0" | "-"? [1-9] [0-9]{0,14}')
-        if kind is ValueKind.NUMBER:
-            return rules.define("v-number", '"-"? ( "0" | [1-9] [0-9]{0,14} ) ( "." [0-9]{1,8} )?')
-        if kind is ValueKind.BOOLEAN:
-            return rules.define("v-boolean", '"true" | "false"')
-        scalar = rules.define(
-            "v-scalar",
-            f"{self._value(ValueKind.STRING)} | {self._value(ValueKind.NUMBER)} | "
-            f'{self._value(ValueKind.BOOLEAN)} | "null"',
-        )
-        more = limits.list_items - 1
-        if kind is ValueKind.LIST:
-            return rules.define("v-list", f'"[" ( {scalar} ( ", " {scalar} ){{0,{more}}} )? "]"')
-        if kind is ValueKind.OBJECT:
-            entry = rules.define("v-entry", f'{self._value(ValueKind.STRING)} ": " {scalar}')
-            return rules.define("v-object", f'"{{" ( {entry} ( ", " {entry} ){{0,{more}}} )? "}}"')
-        lists = self._value(ValueKind.LIST)
-        objects = self._value(ValueKind.OBJECT)
-        return rules.define("v-any", f"{scalar} | {lists} | {objects}")
 
 
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d{1,15})(?:\.\d{1,8})?(?!\w)(?![.,]\d)")
