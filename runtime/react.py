@@ -14,11 +14,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from pal_core.contract import ContractSyntaxError, parse_answer
-from pal_core.contract.react import ReactTurn, VerifiedRound, describe_react, verify_react
+from pal_core.contract.react import ReactTurn, VerifiedRound, call_key, describe_react, verify_react
 from pal_core.contract.verify import ContractViolation
 from pal_core.ir import Playbook, YieldKind
 from runtime.calls import invoke_call
-from runtime.errors import RunError
+from runtime.errors import CallError, PlaybookFailed, RunError
 from runtime.expressions import coerce
 from runtime.models.base import ChatMessage, ModelRequest, RequestKind, TurnShape
 from runtime.support_modules import is_support_binding
@@ -55,8 +55,10 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
     history: list[ChatMessage] = []
     made: set[str] = set()
     """Variables the rounds set (call results, Var lines): with the parameters, the state a round reads."""
+    called: list[str] = []
+    """The calls the rounds made (their results, or failures, are known)."""
     for round_number in range(1, limits.max_react_rounds + 1):
-        turn = react_turn(execution, playbook, round_number, made)
+        turn = react_turn(execution, playbook, round_number, made, called)
         shape = services.shaping.shape(turn) if services.shaping is not None else TurnShape()
         messages = react_messages(execution, turn, shape, history)
         attempts = 0
@@ -104,7 +106,7 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
         agent.unread.clear()  # the model has seen them
         made.update(update.name for update in verified.updates)
         made.update(call.result.name for call in verified.calls if call.result is not None)
-        results, done, value = await apply_round(execution, playbook, verified, call_id)
+        results, done, value = await apply_round(execution, playbook, verified, call_id, called)
         if done:
             return value
         history += [ChatMessage(role="assistant", content=text), ChatMessage(role="user", content=results)]
@@ -115,7 +117,9 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
     )
 
 
-def react_turn(execution: Execution, playbook: Playbook, round_number: int, made: set[str]) -> ReactTurn:
+def react_turn(
+    execution: Execution, playbook: Playbook, round_number: int, made: set[str], called: list[str]
+) -> ReactTurn:
     """The description of the playbook's next round, from what the run knows live: the state it reads is
     the playbook's parameters and what its rounds set (not the rest of the agent's variables)."""
     agent = execution.agent
@@ -133,6 +137,7 @@ def react_turn(execution: Execution, playbook: Playbook, round_number: int, made
         heard=[message.content for message in agent.unread],
         round=round_number,
         final=round_number >= execution.services.limits.max_react_rounds,
+        called=called,
     )
 
 
@@ -199,10 +204,10 @@ def _shown(value: Any, limit: int = 600) -> str:
 
 
 async def apply_round(
-    execution: Execution, playbook: Playbook, verified: VerifiedRound, call_id: int
+    execution: Execution, playbook: Playbook, verified: VerifiedRound, call_id: int, made: list[str]
 ) -> tuple[str, bool, Any]:
-    """Apply a verified round: its Var lines, what it says, its calls in order; (the results as the next
-    round reads them, whether the playbook is done, its value)."""
+    """Apply a verified round: its Var lines, what it says, its calls in order, adding the calls that ran to
+    `made`; (the results as the next round reads them, whether the playbook is done, its value)."""
     agent = execution.agent
     variables = agent.state.variables
     for update in verified.updates:
@@ -218,9 +223,20 @@ async def apply_round(
         if call.name in verified.approvals and not await ask_approval(execution, frame, call, call_id):
             results.append(f"{call.name} was refused by the user; it did not run")
             continue
-        result = await invoke_call(execution, call)
+        made.append(call_key(call))  # made, whatever it returns: the same call again would do the same
+        try:
+            result = await invoke_call(execution, call)
+        except (PlaybookFailed, CallError) as error:
+            # A tool that fails tells the model why, as a tool result (LangGraph's ToolNode, AutoGen and the
+            # ADK do the same): the next round can call something else, or answer.
+            results.append(f"{call.name} failed: {str(error).splitlines()[0]}")
+            continue
         results.append(
             f"{call.name} returned {_shown(result)}" + (f" (now ${call.result.name})" if call.result else "")
+        )
+    if results:
+        results.append(
+            "Answer with Return[...] when this answers the playbook's question, or call another tool."
         )
     if verified.yield_target is YieldKind.RETURN:
         returned = verified.returned

@@ -17,7 +17,8 @@ or
     yld user
 
 `verify_react(answer, turn)` checks it before anything runs (codes of pal_core.contract.verify where the
-rule is the same; V20 for a yld that does not fit what the round does) and returns what to apply.
+rule is the same; V20 for a yld that does not fit what the round does, V21 for a call an earlier round
+made, whose result is known) and returns what to apply.
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ class ReactTurn:
     """Which round this is (1 for the first)."""
     final: bool = False
     """Whether this is the last round the budget allows: it must give the value."""
+    called: tuple[str, ...] = ()
+    """The calls earlier rounds made (`call_key`): their results are known, so no round makes them again."""
 
 
 def describe_react(
@@ -113,6 +116,7 @@ def describe_react(
     heard: Iterable[str] = (),
     round: int = 1,
     final: bool = False,
+    called: Iterable[str] = (),
 ) -> ReactTurn:
     """The ReactTurn of `playbook` of `agent`. `playbooks` are the agent's playbooks as running (default: the
     program's); `plumbing` tells which of them are the runtime support of an imported program rather than
@@ -155,6 +159,7 @@ def describe_react(
         heard=tuple(heard),
         round=round,
         final=final,
+        called=tuple(called),
     )
 
 
@@ -235,6 +240,13 @@ def verify_react(answer: Answer, turn: ReactTurn) -> VerifiedRound:
                 else:
                     said.append(message)
                 continue
+            if call_key(call) in turn.called or call_key(call) in {call_key(made) for made in calls}:
+                add(
+                    "V21",
+                    f"{call_key(call)} was made already and its result is known: use it, or call something else",
+                    action,
+                )
+                continue
             if _check_call(call, turn, known, add, action):
                 calls.append(call)
                 if turn.tools[call.name].requires_approval:
@@ -259,6 +271,11 @@ def verify_react(answer: Answer, turn: ReactTurn) -> VerifiedRound:
         returned=returned,
         yield_target=kind,
     )
+
+
+def call_key(call: Call) -> str:
+    """A call as its tool and arguments (`FindBook(title="Dune")`), whatever it stores its result in."""
+    return f"{call.name}({', '.join((f'{a.name}=' if a.name else '') + a.text for a in call.arguments)})"
 
 
 def _check_call(call: Call, turn: ReactTurn, known: set[str], add: Callable, action: object) -> bool:

@@ -60,7 +60,7 @@ THREADS_ENV = "PAL_LOCAL_THREADS"
 """Fixes the CPU threads the local model uses (default: chosen per call from the machine's load)."""
 
 CONTEXT_ENV = "PAL_LOCAL_CONTEXT"
-"""Overrides the local model's context window in tokens (default 4096)."""
+"""Overrides the local model's context window in tokens (default 8192)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,8 +94,10 @@ class LocalSettings:
 
     n_threads: int | None = None
     """CPU threads; None: chosen before each call from the cores free at that moment."""
-    n_ctx: int = 4096
-    """Context window in tokens (prompt and answer)."""
+    n_ctx: int = 8192
+    """Context window in tokens (prompt and answer): SmolLM2's trained length. Imported programs' turns
+    reach 4,000-7,900 tokens; 8192 costs about 94 MB more than 4096 (its KV cache) and no time per turn
+    (docs/local-model.md has the measurement)."""
     reuse_prompt: bool = True
     """Take the chunks a prompt shares with the previous call's prompt from the cache (same answers)."""
     chunk_tokens: int = CHUNK_TOKENS

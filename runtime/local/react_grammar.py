@@ -4,7 +4,8 @@ From the round's description: only the playbook's tools, each with its own param
 form, required ones always, optional ones optional), values of each parameter's type or a `$variable` that
 exists; at most three calls, then `yld call`; or the playbook's value, of its type, then `yld return` (a
 round may make calls first: they run, then the playbook returns); or a question to the user, then `yld
-user`, when someone can answer. The last round the budget allows must answer. Every text is bounded, so
+user`, when someone can answer. A tool an earlier round called is not offered again (its result is in the
+state), and the last round the budget allows must answer. Every text is bounded, so
 an answer is at most a few hundred tokens.
 
     plan – <text>
@@ -18,7 +19,8 @@ import json
 import re
 
 from pal_core.contract.react import ReactTurn, Tool
-from runtime.local.gbnf import RuleSet, alternatives, literal, rule_name
+from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
+from runtime.local.grammar import heard_numbers
 from runtime.local.grammar_text import TextRules
 from runtime.local.turn_plan import TurnLimits, ValueKind, value_kind
 
@@ -53,7 +55,9 @@ class _ReactGrammar(TextRules):
             say = literal('`Say("user", ')
             ask = f"{say} {self._say_message()} {literal(')`')} {_NEWLINE}"
             endings.append(f"{ask} {literal('yld user')}")
-        head = f"{literal('plan – ')} {self._line_text()} {_NEWLINE}"
+        self.rules.define("line-char", char_class("", [("\x00", "\x1f")], negated=True))
+        plan = self.rules.define("plan-text", f"line-char{{1,{self.limits.note_chars}}}")
+        head = f"{literal('plan – ')} {plan} {_NEWLINE}"
         self.rules.define("root", f"{head} {alternatives(endings)}")
         header = f"# PAL react grammar: {turn.agent}.{turn.playbook.name}, round {turn.round}\n"
         return header + self.rules.text()
@@ -75,7 +79,10 @@ class _ReactGrammar(TextRules):
         return [name for name in self.turn.variables if name not in self.turn.program_variables]
 
     def _call_line(self) -> str | None:
-        tools = [tool for tool in self.turn.tools.values()]
+        # A tool an earlier round called has its result in the state: the small model, offered it again,
+        # calls it again and again; it answers, or calls another.
+        called = {key.split("(", 1)[0] for key in self.turn.called}
+        tools = [tool for tool in self.turn.tools.values() if tool.name not in called]
         if not tools:
             return None
         if "call-line" in self.rules:
@@ -105,13 +112,28 @@ class _ReactGrammar(TextRules):
 
     def _argument(self, declared: str | None) -> str:
         kind = value_kind(declared)
-        options = [self._value_of(kind, self.limits.string_chars)]
+        numbers = self._heard(kind)
+        options = [numbers] if numbers is not None else [self._value_of(kind, self.limits.string_chars)]
         options += [
             literal(f"${name}")
             for name, value in self.turn.values.items()
             if value is not None and name not in self.turn.program_variables
         ]
         return self.rules.define(rule_name("arg", kind.value), alternatives(options))
+
+    def _heard(self, kind: ValueKind) -> str | None:
+        """For a whole number or a number: one of those the round's messages and state hold, when they hold
+        any (the member number the user gave, not one the small model makes up)."""
+        if kind not in (ValueKind.INTEGER, ValueKind.NUMBER):
+            return None
+        texts = [
+            *self.turn.heard,
+            *(json.dumps(value, ensure_ascii=False, default=str) for value in self.turn.values.values()),
+        ]
+        numbers = [text for text in heard_numbers(texts) if kind is ValueKind.NUMBER or "." not in text]
+        if not numbers:
+            return None
+        return self.rules.define(f"heard-{kind.value}", alternatives(literal(text) for text in numbers))
 
     def _value_of(self, kind: ValueKind, string_chars: int) -> str:
         """A value of `kind`; a dict may hold lists of scalars (a state update: `{"messages": ["Hi."]}`)."""

@@ -116,7 +116,7 @@ def test_the_grammar_admits_the_rounds_the_verifier_accepts_and_not_the_mutants(
         "plan – x\n`LookUp(order=42, detailed=true)`\nyld call",
         "plan – x\nReturn[$look_up]\nyld return",
         'plan – ask\n`Say("user", "Which order?")`\nyld user',
-        'plan – both\n`LookUp(order=7)`\nReturn["Looked up."]\nyld return',
+        'plan – both\n`LookUp(order=42)`\nReturn["Looked up."]\nyld return',
     ]
     for answer in accepted:
         assert grammar.accepts(answer), answer
@@ -130,8 +130,23 @@ def test_the_grammar_admits_the_rounds_the_verifier_accepts_and_not_the_mutants(
         'plan – x\nReturn[["a list"]]\nyld return',
         'plan – x\nReturn["<Answer value>"]\nyld return',  # an example's stand-in cannot be copied
         'plan – x\n`Var[$question, "x"]`\nReturn["ok"]\nyld return',
+        "plan – x\n`LookUp(order=7)`\nyld call",  # a number the question does not hold
     ):
         assert not grammar.accepts(answer), answer
+
+
+def test_a_tool_an_earlier_round_called_is_not_called_again() -> None:
+    turn = describe_react(
+        DESK.agents[0],
+        DESK.agents[0].playbook("Answer"),  # type: ignore[arg-type]
+        variables={"question": "str", "look_up": None},
+        values={"question": "Where is order 42?", "look_up": "order 42 shipped"},
+        called=("LookUp(order=42)",),
+    )
+    with pytest.raises(ContractViolation, match=r"V21 .*LookUp\(order=42\) was made already"):
+        verify_react(parse_answer(CALL), turn)
+    grammar = parse_gbnf(build_react_grammar(turn))
+    assert not grammar.accepts(CALL) and grammar.accepts("plan – answer\nReturn[$look_up]\nyld return")
 
 
 def test_the_last_round_the_budget_allows_must_answer() -> None:
