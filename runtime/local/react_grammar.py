@@ -48,9 +48,9 @@ class _ReactGrammar(TextRules):
     def build(self) -> str:
         turn = self.turn
         endings = [self._answer()]
-        calls = self._call_line()
+        calls = self._calls(minimum=1)
         if calls is not None and not turn.final:
-            endings.insert(0, f"{calls}{{1,{MAX_CALLS}}} {literal('yld call')}")
+            endings.insert(0, f"{calls} {literal('yld call')}")
         if turn.waits_for_user and not turn.final:
             say = literal('`Say("user", ')
             ask = f"{say} {self._say_message()} {literal(')`')} {_NEWLINE}"
@@ -63,8 +63,8 @@ class _ReactGrammar(TextRules):
         return header + self.rules.text()
 
     def _answer(self) -> str:
-        calls = self._call_line()
-        first = f"{calls}{{0,{MAX_CALLS - 1}}} " if calls is not None and not self.turn.final else ""
+        calls = self._calls(minimum=0, most=MAX_CALLS - 1)
+        first = f"{calls} " if calls is not None and not self.turn.final else ""
         value = self._returned()
         return f"{first}{literal('Return[')} {value} {literal(']')} {_NEWLINE} {literal('yld return')}"
 
@@ -78,22 +78,30 @@ class _ReactGrammar(TextRules):
         """Variables a value may name: results of earlier rounds' calls (and other variables that exist)."""
         return [name for name in self.turn.variables if name not in self.turn.program_variables]
 
-    def _call_line(self) -> str | None:
-        # A tool an earlier round called has its result in the state: the small model, offered it again,
-        # calls it again and again; it answers, or calls another.
+    def _calls(self, *, minimum: int, most: int = MAX_CALLS) -> str | None:
+        """`minimum` to `most` call lines, each of a different tool, in the order the tools are listed (the
+        verifier refuses the same call twice). A tool an earlier round called has its result in the state:
+        the small model, offered it again, calls it again and again; it answers, or calls another."""
         called = {key.split("(", 1)[0] for key in self.turn.called}
         tools = [tool for tool in self.turn.tools.values() if tool.name not in called]
-        if not tools:
+        if not tools or most < 1:
             return None
-        if "call-line" in self.rules:
-            return "call-line"
-        options = []
-        for tool in tools:
-            result = result_name(tool)
-            target = "" if result in self.turn.program_variables else f"{literal(f'${result} = ')}? "
-            options.append(f"{target}{self._tool(tool)}")
-        body = f"{literal('`')} {alternatives(options)} {literal('`')} {_NEWLINE}"
-        return self.rules.define("call-line", body)
+        lines = [self._call_line(tool) for tool in tools]
+        name = f"calls-{minimum}-{most}"
+        if name not in self.rules:
+            options = [
+                " ".join([line, *(f"{later}?" for later in lines[index + 1 : index + most])])
+                for index, line in enumerate(lines)
+            ]
+            body = alternatives(options)
+            self.rules.define(name, f"( {body} )?" if minimum == 0 else body)
+        return name
+
+    def _call_line(self, tool: Tool) -> str:
+        result = result_name(tool)
+        target = "" if result in self.turn.program_variables else f"{literal(f'${result} = ')}? "
+        body = f"{literal('`')} {target}{self._tool(tool)} {literal('`')} {_NEWLINE}"
+        return self.rules.define(rule_name("call", tool.name), body)
 
     def _tool(self, tool: Tool) -> str:
         pieces = [literal(f"{tool.name}(")]

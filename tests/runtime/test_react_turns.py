@@ -99,6 +99,7 @@ def test_a_weather_agent_imported_from_adk_has_its_tools_and_none_of_its_plumbin
         ('plan – x\n`Var[$question, "something else"]`\nReturn["ok"]\nyld return', {"V17"}),  # a fixed value
         ('plan – x\n`Step["Answer:01:QUE"]` `LookUp(order=42)`\nyld call', {"V01", "V20"}),
         (CALL + '\nReturn["late"]', {"V15"}),
+        ("plan – x\n`LookUp(order=42)`\n`LookUp(order=42)`\nyld call", {"V21"}),
     ],
 )
 def test_mutants_of_react_answers_are_rejected(answer: str, codes: set[str]) -> None:
@@ -131,6 +132,7 @@ def test_the_grammar_admits_the_rounds_the_verifier_accepts_and_not_the_mutants(
         'plan – x\nReturn["<Answer value>"]\nyld return',  # an example's stand-in cannot be copied
         'plan – x\n`Var[$question, "x"]`\nReturn["ok"]\nyld return',
         "plan – x\n`LookUp(order=7)`\nyld call",  # a number the question does not hold
+        "plan – x\n`LookUp(order=42)`\n`LookUp(order=42)`\nyld call",  # the same call twice
     ):
         assert not grammar.accepts(answer), answer
 
