@@ -197,3 +197,22 @@ def test_a_grammar_llama_cpp_would_refuse_is_an_error_and_the_model_still_works(
         "yes",
         "no",
     )
+
+
+def test_a_prompt_too_long_for_the_window_names_its_largest_parts() -> None:
+    from runtime.local.model import LocalSettings, PromptTooLong
+
+    small = engine("smollm2", LocalSettings(n_ctx=256))
+    messages = [
+        {"role": "system", "content": "You run playbooks."},
+        {
+            "role": "user",
+            "content": "# Agent Clerk\n\n## State\n"
+            + "- $notes = a long note\n" * 120
+            + "\n\n## Your task\nGo on.",
+        },
+    ]
+    with pytest.raises(
+        PromptTooLong, match=r"context window of 256 .*the largest parts of the prompt: ## State \d"
+    ):
+        small.generate(messages, max_tokens=16, temperature=0.0)
