@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.model import ReturnAction, VarAction
@@ -40,6 +40,10 @@ from pal_core.contract.values import literal_value
 from pal_core.ir import ArgKind, Call, ConditionKind, Opcode, Step
 from pal_core.pysource import parse_python
 from pal_core.step_text import _VAR_RE, python_source
+
+if TYPE_CHECKING:
+    from pal_core.contract.turn import TurnContext
+    from pal_core.contract.verify import ExecutedStep, VerifiedTurn
 
 
 class NotComputable(Exception):
@@ -196,7 +200,9 @@ class _Unknown:
         self.what = what
 
 
-def check_fixed(turn: Any, context: Any) -> tuple[Any, list[Replaced], list[FixedViolation]]:
+def check_fixed(
+    turn: VerifiedTurn, context: TurnContext
+) -> tuple[VerifiedTurn, list[Replaced], list[FixedViolation]]:
     """The turn as the runtime applies it, what was replaced in it, and the broken rules (V17-V19)."""
     checker = _FixedChecker(turn, context)
     actions = checker.run()
@@ -206,7 +212,7 @@ def check_fixed(turn: Any, context: Any) -> tuple[Any, list[Replaced], list[Fixe
 
 
 class _FixedChecker:
-    def __init__(self, turn: Any, context: Any) -> None:
+    def __init__(self, turn: VerifiedTurn, context: TurnContext) -> None:
         self.turn = turn
         self.context = context
         self.evaluate: Evaluate = context.evaluate or literal_evaluate
@@ -258,7 +264,7 @@ class _FixedChecker:
 
     # --- steps ---------------------------------------------------------------------------------------
 
-    def _step(self, executed: Any, following: Any) -> Any:
+    def _step(self, executed: ExecutedStep, following: ExecutedStep | None) -> ExecutedStep:
         step: Step = executed.step
         path = [*executed.implied, step.line]
         after = [*following.implied, following.step.line] if following is not None else []
@@ -316,7 +322,7 @@ class _FixedChecker:
         else:
             self.state[name] = value
 
-    def _runtime_call(self, executed: Any, call: Call) -> Any:
+    def _runtime_call(self, executed: ExecutedStep, call: Call) -> ExecutedStep:
         """A step whose call the runtime makes: the program's call, in place of the answer's writing of it
         (added when the step is claimed without it)."""
         if call.name not in SPEECH_CALLS and self.context.callee(call.name) is None:
@@ -362,7 +368,7 @@ class _FixedChecker:
 
     # --- Var lines -------------------------------------------------------------------------------------
 
-    def _var(self, action: VarAction, owner: Any) -> VarAction | None:
+    def _var(self, action: VarAction, owner: ExecutedStep | None) -> VarAction | None:
         """The Var line as the runtime applies it (None: dropped, the program sets the variable itself)."""
         name = action.name
         step: Step | None = owner.step if owner is not None else None
@@ -422,7 +428,7 @@ class _FixedChecker:
             return None
         return options
 
-    def _return(self, action: ReturnAction, owner: Any) -> ReturnAction | None:
+    def _return(self, action: ReturnAction, owner: ExecutedStep | None) -> ReturnAction | None:
         """The Return as the runtime applies it: the RET step's own value where the program computes it."""
         if owner is None or not computed_return(owner.step):
             return action
@@ -464,7 +470,7 @@ def _sets(step: Step, name: str) -> bool:
     return call is not None and call.result is not None and call.result.name == name
 
 
-def _call_result(executed: Any, name: str) -> bool:
+def _call_result(executed: ExecutedStep, name: str) -> bool:
     return any(call.result is not None and call.result.name == name for call in executed.calls)
 
 

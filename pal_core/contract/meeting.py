@@ -9,16 +9,20 @@ chair's choice of the next speaker is a step that fills a variable from a list t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.fixed import FixedViolation
 from pal_core.ir import ArgKind
 
+if TYPE_CHECKING:
+    from pal_core.contract.turn import TurnContext
+    from pal_core.contract.verify import VerifiedTurn
+
 HUMAN = frozenset({"human", "user"})
 
 
-def check_meeting_targets(turn: Any, context: Any) -> list[FixedViolation]:
+def check_meeting_targets(turn: VerifiedTurn, context: TurnContext) -> list[FixedViolation]:
     """The Say targets of a verified turn that name someone not in the meeting (V10)."""
     from pal_core.contract.verify import ExecutedStep
 
