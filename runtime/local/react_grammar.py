@@ -26,6 +26,8 @@ from runtime.local.turn_plan import TurnLimits, ValueKind, value_kind
 
 MAX_CALLS = 3
 """Calls in one round."""
+DICT_ITEMS = 3
+"""Keys of a dict value, and texts of a list in it."""
 
 _NEWLINE = literal("\n")
 
@@ -150,13 +152,15 @@ class _ReactGrammar(TextRules):
             quote = literal('"')
             return self.rules.define(rule_name("v-string", str(string_chars)), f"{quote} {text} {quote}")
         if kind is ValueKind.OBJECT:
-            lists = self._value(ValueKind.LIST)  # defines v-scalar too
-            scalar = "v-scalar"
+            # A round's dict value is an update of texts (`{"messages": ["It is 10:00 in Lisbon."]}`): a few
+            # keys, each a text or a few texts, so the answer stays within its token budget.
+            text = self._value_of(ValueKind.STRING, self.limits.string_chars)
+            more = DICT_ITEMS - 1
+            texts = self.rules.define("v-texts", f'"[" {text} ( ", " {text} ){{0,{more}}} "]"')
             entry = self.rules.define(
-                "v-deep-entry", f"{self._value(ValueKind.STRING)} {literal(': ')} ( {scalar} | {lists} )"
+                "v-text-entry", f"{self._value(ValueKind.STRING)} {literal(': ')} ( {text} | {texts} )"
             )
-            more = self.limits.list_items - 1
-            return self.rules.define("v-deep-object", f'"{{" ( {entry} ( ", " {entry} ){{0,{more}}} )? "}}"')
+            return self.rules.define("v-text-object", f'"{{" ( {entry} ( ", " {entry} ){{0,{more}}} )? "}}"')
         return self._value(kind)
 
 
