@@ -19,11 +19,16 @@ import time
 
 from tests.shape_runs import RUNS, SHAPE_RUNS, RunFigures, run_shape
 
+REACT_ROUNDS = 10
+"""React rounds replayed (each unconstrained answer may run to 1,024 tokens: minutes on a busy machine)."""
 
-def shapes() -> list[RunFigures]:
-    """Each shape RUNS times; prints a line per run and a summary per shape."""
+
+def shapes(only: tuple[str, ...] = ()) -> list[RunFigures]:
+    """Each shape (of `only`, when given) RUNS times; prints a line per run and a summary per shape."""
     everything: list[RunFigures] = []
     for shape in SHAPE_RUNS:
+        if only and shape.file not in only:
+            continue
         runs = []
         for seed in range(1, RUNS + 1):
             figures = asyncio.run(run_shape(shape, seed))
@@ -64,7 +69,7 @@ def react_turns(recorded: list[RunFigures] | None = None) -> None:
 
     if recorded is None:
         recorded = [asyncio.run(run_shape(shape, 1)) for shape in SHAPE_RUNS]
-    rounds = [request for figures in recorded for request in figures.requests]
+    rounds = [request for figures in recorded for request in figures.requests][:REACT_ROUNDS]
     if not rounds:
         print("no react rounds were recorded")
         return
