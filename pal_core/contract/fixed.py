@@ -133,13 +133,14 @@ def runtime_call(step: Step) -> Call | None:
 
 
 def asked_variables(step: Step) -> set[str]:
-    """The variables a step asks the model to fill: those its words name (`Ask the user for their $pin`, an
-    assignment in words, a call in words), never those the program computes or only reads."""
+    """The variables a step asks the model to fill: the target of an assignment in words, the result of a
+    call in words, and the variables its words declare with a type (`Ask the user for their $pin:int`);
+    never those the program computes or only reads (`Tell the user whether $is_admin`)."""
     if step.opcode not in (Opcode.EXE, Opcode.QUE, Opcode.TNK, Opcode.CHK):
         return set()
     if computed_assignment(step) or runtime_call(step) is not None:
         return set()
-    names = {match.group(1) for match in _VAR_RE.finditer(step.text)}
+    names = {match.group(1) for match in _VAR_RE.finditer(step.text) if match.group(2)}
     if step.assignment is not None:
         names.add(step.assignment.target.name)
     if step.call is not None and step.call.result is not None:
