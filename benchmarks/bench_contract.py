@@ -4,7 +4,8 @@ mutants of each).
 
 Prints three figures, the first two against the issue's goals, and their breakdowns:
   1. parsed: real answers the parser reads (goal >= 99 %)
-  2. accepted: real answers that pass repair + verification (goal >= 90 %), and the rejected ones by rule
+  2. accepted: real answers that pass repair + verification (goal >= 92 %), the rejected ones by rule and
+     by kind (the first violation with its particulars left out), and acceptance by program family
   3. mutants caught, by kind, of those whose change alters what executes (goal 100 %): a mutant the
      verifier accepts is "benign" when its verified turn does exactly what the original's does (same
      steps, calls, variables, yield and next line), else "missed"
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import re
 import sys
 import time
 from pathlib import Path
@@ -53,7 +55,7 @@ def main() -> None:
     )
     print(f"1. parsed:   {parsed}/{len(real)} = {100 * parsed / len(real):.1f} % (goal >= 99 %)")
     print(
-        f"2. accepted: {accepted}/{len(real)} = {100 * accepted / len(real):.1f} % (goal >= 90 %); "
+        f"2. accepted: {accepted}/{len(real)} = {100 * accepted / len(real):.1f} % (goal >= 92 %); "
         f"{repaired} of them repaired"
     )
     rules: collections.Counter[str] = collections.Counter()
@@ -65,6 +67,7 @@ def main() -> None:
         "   rejected by rule (an answer may break several): "
         + ", ".join(f"{code} {count}" for code, count in sorted(rules.items()))
     )
+    _print_rejections_by_kind(real)
     repairs: collections.Counter[str] = collections.Counter()
     for outcome in real:
         for code in {item.split()[0] for item in outcome.repairs}:
@@ -153,6 +156,39 @@ def print_value_mutants(real: list[Outcome], by_context: dict) -> None:
             f"   {kind:20} caught {counts['caught']:5} / {counts['total'] - counts['benign']:5}"
             f"   (benign, same effect: {counts['benign']}; missed: {counts['missed']})"
         )
+
+
+def _rejection_kind(problem: str) -> str:
+    """A violation message with its particulars (lines, names, quoted text) left out: `V05 step N yields
+    for user; end with yld user`. Answers rejected alike share a kind, whichever program they ran on."""
+    kind = re.sub(r"answer line \d+: ", "", problem)
+    kind = re.sub(r"`[^`]*`|\"[^\"]*\"|'[^']*'", "…", kind)
+    kind = re.sub(r"\b\d+(?:\.\d+)*\b", "N", kind)
+    kind = re.sub(r"\(callable: [^)]*\)|known triggers: .*", "…", kind)
+    kind = re.sub(r"\b(calls(?: such as)?) [A-Za-z_]\w*", r"\1 X", kind)
+    kind = re.sub(r"^(V\d+) [A-Za-z_]\w* is not", r"\1 X is not", kind)
+    kind = re.sub(r"\$[A-Za-z_]\w*", "$x", kind)
+    kind = re.sub(r"sets it to .*", "sets it to …", kind)
+    return kind if len(kind) <= 96 else kind[:95] + "…"
+
+
+def _print_rejections_by_kind(real: list[Outcome]) -> None:
+    """Rejected real answers by the kind of their first violation, and acceptance by program family (the
+    held-out half is split by family: a rule that helps one family only does not generalise)."""
+    kinds: collections.Counter[str] = collections.Counter()
+    for outcome in real:
+        if outcome.turn is None and outcome.problems:
+            kinds[_rejection_kind(outcome.problems[0])] += 1
+    print("   rejected by kind (first violation; answers):")
+    for kind, count in kinds.most_common():
+        print(f"     {count:4}  {kind}")
+    families: dict[str, list[Outcome]] = collections.defaultdict(list)
+    for outcome in real:
+        families[outcome.record["family"]].append(outcome)
+    print("   accepted by program family:")
+    for family, outcomes in sorted(families.items()):
+        accepted = sum(o.turn is not None for o in outcomes)
+        print(f"     {family:40} {accepted:4}/{len(outcomes):<4} = {100 * accepted / len(outcomes):5.1f} %")
 
 
 if __name__ == "__main__":

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from runtime.commands.budgets import add_budget_arguments, budget_limits
-from runtime.commands.options import count, port, seconds
+from runtime.commands.options import count, port, seconds, thread_id
 
 if TYPE_CHECKING:
     from mcp_bridge.server import PlaybookServer
-    from mcp_bridge.transports import StdioWire
+    from mcp_bridge.stdio import StdioWire
     from pal_core.ir import Program
     from runtime.models.base import Model
     from runtime.program_run import RunLimits
@@ -46,6 +46,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--token",
         help=f"HTTP only: require `Authorization: Bearer TOKEN` (default: ${TOKEN_ENV} when set)",
+    )
+    serve.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="HTTP only: serve an address other machines can reach without a token (refused otherwise)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=_positive,
+        default=1000,
+        metavar="N",
+        help="HTTP only: MCP sessions kept open at once (default: 1000)",
+    )
+    serve.add_argument(
+        "--session-idle-timeout",
+        type=seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="HTTP only: seconds an idle MCP session is kept (default: 600)",
+    )
+    serve.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="warning",
+        help="what the log on standard error shows: `info` adds a line per call and per HTTP request; failed "
+        "calls show at `warning` (default: warning)",
+    )
+    serve.add_argument(
+        "--log-format", choices=("text", "json"), default="text", help="text, or one JSON object per line"
     )
     serve.add_argument(
         "--model",
@@ -76,8 +105,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Postgres store share the threads (default: no store, nothing recorded)",
     )
     serve.add_argument(
+        "--lease",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --store: seconds a thread stays blocked after the server running its call died, before "
+        "another server takes it over (default: 15; renewed every third of it while a call runs)",
+    )
+    serve.add_argument(
+        "--create-store",
+        action="store_true",
+        help="make the --store if it does not exist yet (without it, a store that does not exist is an error)",
+    )
+    serve.add_argument(
         "--thread",
         metavar="ID",
+        type=thread_id,
         help="with --store and a `state: shared` program: the one thread all calls continue "
         "(default: mcp-<server name>)",
     )
@@ -123,7 +166,6 @@ def _config(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     import asyncio
-    import logging
 
     from pal_core.errors import PalError
     from runtime.loader import load_valid
@@ -136,9 +178,9 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     # Over stdio, stdout is the protocol from now on: python blocks run while loading print to stderr.
     wire = _claim_stdio() if args.transport == "stdio" else None
-    logging.basicConfig(
-        level=logging.WARNING, stream=sys.stderr, format="pal mcp: %(levelname)s: %(message)s"
-    )
+    from mcp_bridge.logs import configure
+
+    configure(args.log_level, args.log_format)
     try:
         program, warnings = load_valid(args.program)
         for warning in warnings:
@@ -167,7 +209,21 @@ def _option_problem(args: argparse.Namespace, token: str | None) -> str | None:
         return "--token applies to --transport http (stdio is private to the client that starts the server)"
     if token is not None and not token.strip():
         return "the bearer token is empty"
+    if args.transport == "http":
+        from mcp_bridge.transports import ExposureRefused, check_exposure
+
+        try:
+            check_exposure(args.host, token, args.allow_unauthenticated)
+        except ExposureRefused as refused:
+            return str(refused)
     return None
+
+
+def _positive(text: str) -> int:
+    value = count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
 
 def _model(spec: str | None) -> Model | None:
@@ -179,7 +235,7 @@ def _model(spec: str | None) -> Model | None:
 
 
 def _claim_stdio() -> StdioWire:
-    from mcp_bridge.transports import claim_stdio
+    from mcp_bridge.stdio import claim_stdio
 
     return claim_stdio()
 
@@ -197,8 +253,24 @@ async def _serve_program(
     from mcp_bridge.transports import FORCE_EXIT_AFTER, stopping_on_signals
     from pal_core.errors import PalError
 
+    store = None
+    if args.store is not None:
+        from runtime.commands.stores import open_command_store
+
+        try:
+            store = await open_command_store(args.store, create=args.create_store, writes=True)
+        except (PalError, OSError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     served = PlaybookServer(
-        program, name=args.name, model=model, limits=limits, store=args.store, shared_thread=args.thread
+        program,
+        name=args.name,
+        model=model,
+        limits=limits,
+        store=store,
+        shared_thread=args.thread,
+        lease=args.lease,
+        log_calls=True,
     )
     try:
         # Held until the server has closed: SIGTERM ends the process within seconds, whatever the calls do.
@@ -211,13 +283,16 @@ async def _serve_program(
     except OSError as error:  # the port is taken, for instance
         print(f"error: {error}", file=sys.stderr)
         return 1
+    finally:
+        if store is not None:
+            await store.close()
     return 0
 
 
 async def _serve_transport(
     served: PlaybookServer, args: argparse.Namespace, *, token: str | None, wire: StdioWire | None
 ) -> None:
-    from mcp_bridge.transports import serve_http, serve_stdio
+    from mcp_bridge.transports import SessionLimits, serve_http, serve_stdio
 
     names = ", ".join(served.tools) or "none"
     if not served.tools:
@@ -234,6 +309,8 @@ async def _serve_transport(
             host=args.host,
             port=args.port,
             token=token,
+            limits=SessionLimits(max_sessions=args.max_sessions, idle_timeout=args.session_idle_timeout),
+            allow_unauthenticated=args.allow_unauthenticated,
             handle_signals=False,
             announce=lambda url: _say(f"serving {len(served.tools)} tool(s) at {url}: {names}"),
         )

@@ -42,7 +42,7 @@ from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
 from runtime.remote import RemoteConnection, RemoteTool, connector_for
 from runtime.session import CallOutcome
-from runtime.session.calls import PlaybookCalls
+from runtime.session.playbook_calls import PlaybookCalls
 from runtime.store import Store
 from runtime.trace import TraceEvent, Tracer
 
@@ -157,8 +157,16 @@ class ServedRun(ProgramRun):
 
     long_lived = True
 
-    def __init__(self, program: Program, *, pool: RemotePool, **options: Any) -> None:
-        options["tracer"] = Tracer(keep=False)  # a server lives for days; each run's own listeners
+    def __init__(
+        self,
+        program: Program,
+        *,
+        pool: RemotePool,
+        listeners: tuple[Callable[[TraceEvent], None], ...] = (),
+        **options: Any,
+    ) -> None:
+        # A server lives for days: no events kept; each call's own listeners, and the server's (metrics).
+        options["tracer"] = Tracer(keep=False, listeners=listeners)
         super().__init__(program, remote_connector=self._borrow, **options)
         self._pool = pool
 
@@ -178,16 +186,21 @@ class PlaybookHost:
         limits: RunLimits | None = None,
         store: Store | str | None = None,
         shared_thread: str | None = None,
+        lease: float | None = None,
     ) -> None:
         """`store` records every call as a thread; `shared_thread` is the thread of a `state: shared`
-        program's calls (default `mcp-<first agent>`)."""
+        program's calls (default `mcp-<first agent>`); `lease`: seconds of a thread's lease while a call
+        runs (runtime.session.CallSession.lease)."""
         self.program = program
         self.model = model
         self.limits = limits or RunLimits()
         self.mode = state_mode(program)
         self.store = store
         self.shared_thread = shared_thread
+        self.lease = lease
         self.tools: Mapping[str, PlaybookTool] = {}
+        self.trace_listeners: list[StepListener] = []
+        """Called with every trace event of every run the server starts (the metrics count model calls)."""
         self._pool = RemotePool()
         self._calls: PlaybookCalls | None = None
         self._stopping: str | None = None
@@ -213,6 +226,7 @@ class PlaybookHost:
                 reload_python=True,
                 shared=shared,
                 default_thread=default_thread,
+                lease=self.lease,
             )
             self._calls = calls
             run = await calls.open()
@@ -225,7 +239,21 @@ class PlaybookHost:
         return self.tools
 
     def _served_run(self, program: Program, **options: Any) -> ServedRun:
-        return ServedRun(program, pool=self._pool, **options)
+        return ServedRun(program, pool=self._pool, listeners=(self._on_trace,), **options)
+
+    def _on_trace(self, event: TraceEvent) -> None:
+        for listener in self.trace_listeners:
+            listener(event)
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the host takes calls (opened, not closed)."""
+        return self._calls is not None and self._calls.run is not None
+
+    @property
+    def opened_store(self) -> Store | None:
+        """The store the calls are recorded in, once open (None without one)."""
+        return self._calls.store if self._calls is not None else None
 
     async def close(self) -> None:
         """Stop the runs and close remote connections and the store; idempotent."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -31,6 +32,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 
 from mcp_bridge.host import THREAD_META, CallOutcome, PlaybookHost
+from mcp_bridge.operations import ServerMetrics
 from mcp_bridge.tools import PlaybookTool
 from pal_core.errors import PalError
 from pal_core.ir import Program
@@ -44,6 +46,11 @@ from runtime.store import Store
 from runtime.trace import TraceEvent
 
 logger = logging.getLogger(__name__)
+calls_log = logging.getLogger("mcp_bridge.calls")
+"""One line per tool call (mcp_bridge.logs)."""
+
+FAILURE_META = "pal/failure"
+"""The key of a tool error's `_meta` that names the kind of failure (`PlaybookFailed`, `BudgetExceeded`...)."""
 
 ProgressReport = Callable[[float, float | None, str | None], Awaitable[None]]
 """Sends one progress notification: (progress, total, message)."""
@@ -75,21 +82,52 @@ class PlaybookServer:
         name: str | None = None,
         store: Store | str | None = None,
         shared_thread: str | None = None,
+        lease: float | None = None,
+        log_calls: bool = False,
     ) -> None:
         """`store` records every call as a thread (see mcp_bridge.host); `shared_thread` names the one
-        thread of a `state: shared` program's calls."""
+        thread of a `state: shared` program's calls; `lease`: seconds a thread stays blocked after the
+        process running its call died (docs/durability.md)."""
         self.program = program
         self.name = name or server_name(program)
+        self.log_calls = log_calls
+        """Log every answered call at INFO (`pal mcp serve` does); a failed call is always logged, at WARNING.
+        Off by default: a program embedding the server may log at INFO for reasons of its own."""
         self.host = PlaybookHost(
             program,
             model=model,
             limits=limits,
             store=store,
             shared_thread=shared_thread or (f"mcp-{self.name}" if store is not None else None),
+            lease=lease,
         )
         self._listed: list[types.Tool] = []
         self._server: Server[Any] | None = None
         self._stop = asyncio.Event()
+        self.metrics: ServerMetrics | None = None
+        """The Prometheus metrics, once `enable_metrics` (the HTTP transport calls it when
+        prometheus-client is installed)."""
+
+    def enable_metrics(self) -> ServerMetrics:
+        """Count calls, failures, latency, model calls and tokens from now on (mcp_bridge.operations)."""
+        if self.metrics is None:
+            self.metrics = ServerMetrics()
+            self.host.trace_listeners.append(self.metrics.on_trace)
+        return self.metrics
+
+    async def not_ready(self) -> str | None:
+        """Why the server cannot take calls now (not open, stopping, its store not answering), or None."""
+        if self._server is None or not self.host.is_open:
+            return "the server is not open"
+        if self._stop.is_set():
+            return "the server is shutting down"
+        store = self.host.opened_store
+        if store is not None:
+            try:
+                await store.ping()
+            except (PalError, OSError) as error:
+                return f"the store does not answer: {error}"
+        return None
 
     async def __aenter__(self) -> PlaybookServer:
         await self.open()
@@ -157,12 +195,14 @@ class PlaybookServer:
     ) -> types.CallToolResult:
         # Always wired: report_progress does nothing when the client did not ask for progress, and an
         # in-process client asks through a callback that leaves no token in the request to look at.
-        thread = (params.meta or {}).get(THREAD_META)
+        meta = params.meta or {}
+        thread = meta.get(THREAD_META)
+        if THREAD_META in meta:
+            problem = _thread_problem(thread)
+            if problem is not None:
+                return tool_error(f"{params.name}: {problem}")
         return await self.call(
-            params.name,
-            params.arguments,
-            report=ctx.session.report_progress,
-            thread=thread if isinstance(thread, str) else None,
+            params.name, params.arguments, report=ctx.session.report_progress, thread=thread
         )
 
     async def call(
@@ -181,6 +221,33 @@ class PlaybookServer:
         if tool is None:
             offered = ", ".join(sorted(self.host.tools)) or "none"
             return tool_error(f"Unknown tool: {name} (this server offers: {offered})")
+        started = time.perf_counter()
+        outcome, failure = "cancelled", None
+        if self.metrics is not None:
+            self.metrics.in_progress.inc()
+        try:
+            result = await self._call(tool, arguments, report, thread)
+            if result.is_error:
+                outcome = "error"
+                failure = (result.meta or {}).get(FAILURE_META) or "ToolError"
+            else:
+                outcome = "ok"
+            return result
+        finally:
+            seconds = time.perf_counter() - started
+            if self.metrics is not None:
+                self.metrics.in_progress.dec()
+                self.metrics.call_ended(tool.name, outcome, seconds, failure)
+            if outcome != "ok" or self.log_calls:
+                _log_call(tool.name, thread, outcome, failure, seconds)
+
+    async def _call(
+        self,
+        tool: PlaybookTool,
+        arguments: Mapping[str, Any] | None,
+        report: ProgressReport | None,
+        thread: str | None,
+    ) -> types.CallToolResult:
         try:
             arguments = check_arguments(
                 tool.playbook, arguments or {}, label=tool.name, schema=tool.input_schema
@@ -191,7 +258,7 @@ class PlaybookServer:
                     tool.playbook, {tool.arguments_parameter: arguments}, label=tool.name
                 )
         except InputError as error:
-            return tool_error(str(error))
+            return tool_error(str(error), failure="InvalidArguments")
         try:
             if thread is not None and self.host.store is None:
                 return tool_error(
@@ -208,14 +275,14 @@ class PlaybookServer:
         except InputExhausted:
             return tool_error(
                 f"{tool.name} stopped: {tool.qualified_name} waits for user input, and a tool call has no user "
-                "to ask; give what it asks for as arguments, or serve a playbook that does not wait"
+                "to ask; give what it asks for as arguments, or serve a playbook that does not wait",
+                failure="InputExhausted",
             )
         except (PalError, ModelError) as error:
-            logger.info("tool %s failed: %s", tool.name, error)
-            return tool_error(f"{tool.name} failed: {error}")
+            return tool_error(f"{tool.name} failed: {error}", failure=type(error).__name__)
         except Exception as error:  # a bug in a playbook's Python or in ours: report it, keep serving
             logger.exception("tool %s raised", tool.name)
-            return tool_error(f"{tool.name} failed: {type(error).__name__}: {error}")
+            return tool_error(f"{tool.name} failed: {type(error).__name__}: {error}", failure="InternalError")
         return tool_result(tool, outcome)
 
 
@@ -288,9 +355,52 @@ def _step_message(event: TraceEvent) -> str:
 # --- results -----------------------------------------------------------------------------------------
 
 
-def tool_error(message: str) -> types.CallToolResult:
-    """A tool error the client (and its model) can read."""
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+def tool_error(message: str, *, failure: str | None = None) -> types.CallToolResult:
+    """A tool error the client (and its model) can read; `failure` names its kind for the metrics and the
+    log (kept in the result's `_meta`, `pal/failure`)."""
+    meta = {FAILURE_META: failure} if failure else None
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True, _meta=meta)
+
+
+def _thread_problem(thread: object) -> str | None:
+    """Why a `_meta` `pal/thread` value cannot name a thread, or None."""
+    from runtime.store import StoreError
+    from runtime.store.format import check_thread_id
+
+    if not isinstance(thread, str):
+        return (
+            f"`_meta` {THREAD_META!r} must be a thread id (a string), not {type(thread).__name__} {thread!r}"
+        )
+    try:
+        check_thread_id(thread, what=f"`_meta` {THREAD_META!r}")
+    except StoreError as error:
+        return str(error)
+    return None
+
+
+def _log_call(tool: str, thread: str | None, outcome: str, failure: str | None, seconds: float) -> None:
+    """The call's line in the log: INFO when it answered, WARNING when it failed (mcp_bridge.logs)."""
+    level = logging.INFO if outcome == "ok" else logging.WARNING
+    if not calls_log.isEnabledFor(level):
+        return
+    milliseconds = round(seconds * 1000, 3)
+    where = f" in thread {thread}" if thread else ""
+    said = outcome if failure is None else f"{outcome} ({failure})"
+    calls_log.log(
+        level,
+        "call %s%s: %s, %.1f ms",
+        tool,
+        where,
+        said,
+        milliseconds,
+        extra={
+            "tool": tool,
+            "thread_id": thread,
+            "outcome": outcome,
+            "error": failure,
+            "duration_ms": milliseconds,
+        },
+    )
 
 
 def tool_result(tool: PlaybookTool, outcome: CallOutcome) -> types.CallToolResult:

@@ -5,9 +5,9 @@ on (only loopback Host and Origin headers are accepted). With a token, every HTT
 `Authorization: Bearer <token>`; others get 401 before reaching MCP. The listening socket is bound before
 the server starts, so the URL is known (port 0 picks a free port) and a client may connect at once.
 
-Over stdio, standard output is the protocol: `claim_stdio()` takes the wire at the file-descriptor level
-before anything else runs (fd 1 then points at stderr, fd 0 at the null device), so nothing a program
-prints or reads — at import time or in a call — can touch it.
+Over stdio, standard output is the protocol (mcp_bridge.stdio): `claim_stdio()` takes the wire at the
+file-descriptor level before anything else runs, and every line that is not a JSON-RPC message is answered
+with its JSON-RPC error, as over HTTP.
 
 SIGINT and SIGTERM stop either transport within seconds whatever the calls are doing (`stopping_on_signals`):
 calls in progress end with a tool error, the server closes, and a process that still has not exited after
@@ -19,14 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import io
 import json
 import logging
 import os
 import signal
 import socket
-import stat
-import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping
 from contextlib import asynccontextmanager, contextmanager
@@ -34,7 +31,10 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+from mcp_bridge.cli import TOKEN_ENV
 from mcp_bridge.server import PlaybookServer
+from mcp_bridge.stdio import StdioWire, claim_stdio, stdio_streams
+from runtime.sockets import base_url, listening_socket
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +58,10 @@ ANSWER_GRACE = 0.2
 FORCE_EXIT_AFTER = 4.0
 """Seconds after SIGINT/SIGTERM after which `pal mcp serve` exits even if its calls did not stop."""
 STOP_REASON = "the server is shutting down"
+DEFAULT_MAX_SESSIONS = 1000
+"""MCP sessions an HTTP server keeps open at once (each costs tens of KB; 4,000 idle ones took 150 MB)."""
+DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
+"""Seconds an idle MCP session lives (the SDK's default is 30 minutes)."""
 """What a call stopped by SIGINT/SIGTERM says."""
 
 Scope = MutableMapping[str, Any]
@@ -66,93 +70,18 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-MAX_LINE = 64 * 1024 * 1024
-"""The longest JSON-RPC message a stdio server reads (bytes); a longer one is refused as unreadable."""
-
-
-@dataclass(frozen=True, slots=True)
-class StdioWire:
-    """The protocol's own copies of the process's stdin and stdout (see `claim_stdio`)."""
-
-    stdin: io.FileIO
-    """Reads what the client sends (the original fd 0)."""
-    stdout: io.TextIOWrapper
-    """Writes to the client (the original fd 1)."""
-
-    def reader(self) -> Any:
-        """The lines the client sends, for the SDK's stdio transport: read on the event loop when stdin is
-        a pipe or socket (so serving can be cancelled at any time), else by a worker thread (a file)."""
-        mode = os.fstat(self.stdin.fileno()).st_mode
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode):
-            return _PipeLines(self.stdin)
-        import anyio
-
-        return anyio.wrap_file(io.TextIOWrapper(self.stdin, encoding="utf-8", errors="replace"))
-
-
-class _PipeLines:
-    """The lines of a pipe, read by the event loop (a read in a worker thread cannot be cancelled, and
-    would keep a stopping server waiting for its client to write)."""
-
-    def __init__(self, pipe: io.FileIO) -> None:
-        self._pipe = pipe
-        self._reader: asyncio.StreamReader | None = None
-
-    def __aiter__(self) -> _PipeLines:
-        return self
-
-    async def __anext__(self) -> str:
-        if self._reader is None:
-            reader = asyncio.StreamReader(limit=MAX_LINE)
-            await asyncio.get_running_loop().connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), self._pipe
-            )
-            self._reader = reader
-        try:
-            line = await self._reader.readline()
-        except ValueError:  # over MAX_LINE: handed on as unreadable (the SDK answers a parse error)
-            return "\n"
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
-
-
-def claim_stdio() -> StdioWire:
-    """Take stdin and stdout for the protocol, at the file-descriptor level: the wire keeps private
-    duplicates, fd 1 is pointed at stderr and fd 0 at the null device. From then on `print`, `os.write(1,
-    ...)` and child processes write to stderr, and `input()` reads nothing, whatever code runs (python
-    blocks executed at import time included). Call it before loading the program."""
-    sys.stdout.flush()
-    wire_in = os.dup(0)
-    wire_out = os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(null, 0)
-    finally:
-        os.close(null)
-    os.dup2(2, 1)
-    return StdioWire(
-        stdin=io.FileIO(wire_in, "rb", closefd=True),
-        stdout=io.TextIOWrapper(os.fdopen(wire_out, "wb", closefd=True), encoding="utf-8", newline="\n"),
-    )
-
-
 async def serve_stdio(
     server: PlaybookServer, *, wire: StdioWire | None = None, handle_signals: bool = True
 ) -> None:
-    """Serve MCP on this process's stdin/stdout (or `wire`, from `claim_stdio`) until the client closes
-    stdin or the server is asked to stop (`request_stop`; SIGINT/SIGTERM when `handle_signals`). Stray
-    output of Python playbooks goes to stderr, so it cannot corrupt the wire."""
-    import anyio
-    from mcp.server.stdio import stdio_server
-
+    """Serve MCP on this process's stdin/stdout (`wire`, from `claim_stdio`, which this claims when not
+    given) until the client closes stdin or the server is asked to stop (`request_stop`; SIGINT/SIGTERM
+    when `handle_signals`). Stray output of Python playbooks goes to stderr, so it cannot corrupt the wire;
+    a line that is not a JSON-RPC message gets its JSON-RPC error (mcp_bridge.stdio)."""
     mcp_server = server.mcp_server
-    streams: dict[str, Any] = {}
-    if wire is not None:
-        streams = {"stdin": wire.reader(), "stdout": anyio.wrap_file(wire.stdout)}
+    wire = wire or claim_stdio()
 
     async def serve() -> None:
-        async with stdio_server(**streams) as (read_stream, write_stream):
+        async with stdio_streams(wire) as (read_stream, write_stream):
             await mcp_server.run(read_stream, write_stream, mcp_server.create_initialization_options())
 
     with stopping_on_signals(server) if handle_signals else _nothing():
@@ -222,6 +151,20 @@ def _nothing() -> Iterator[None]:
     yield
 
 
+class ExposureRefused(ValueError):
+    """Serving on an address other machines can reach, with no token and no explicit consent."""
+
+
+def check_exposure(host: str, token: str | None, allow_unauthenticated: bool) -> None:
+    """Refuse to serve a host other machines can reach without a token, unless told to."""
+    if token is None and host not in LOOPBACK_HOSTS and not allow_unauthenticated:
+        raise ExposureRefused(
+            f"serving on {host} without a token would let anyone who can reach that address call every "
+            f"tool; give --token (or ${TOKEN_ENV}), or --allow-unauthenticated if only trusted machines can "
+            "reach it"
+        )
+
+
 class BearerTokenGate:
     """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` (the scheme in any case) get 401."""
 
@@ -271,30 +214,41 @@ class BearerTokenGate:
         await send({"type": "http.response.body", "body": body})
 
 
-def http_app(server: PlaybookServer, *, host: str = DEFAULT_HOST, token: str | None = None) -> App:
-    """The ASGI app serving MCP at /mcp (behind the token gate when a token is given)."""
-    app: App = server.mcp_server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
-    return BearerTokenGate(app, token) if token else app
+def http_app(
+    server: PlaybookServer,
+    *,
+    host: str = DEFAULT_HOST,
+    token: str | None = None,
+    limits: SessionLimits | None = None,
+) -> App:
+    """The ASGI app: MCP at /mcp and the metrics at /metrics (behind the token gate when a token is
+    given), the probes /healthz and /readyz, and the access log (mcp_bridge.operations)."""
+    from mcp_bridge.operations import MetricsRoute, OperatorEndpoints
+
+    limits = limits or SessionLimits()
+    mcp_app: App = server.mcp_server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        host=host,
+        max_sessions=limits.max_sessions,
+        session_idle_timeout=limits.idle_timeout,
+    )
+    app: App = MetricsRoute(mcp_app, server)
+    return OperatorEndpoints(BearerTokenGate(app, token) if token else app, server)
 
 
-def _listening_socket(host: str, port: int) -> socket.socket:
-    family, kind, protocol, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, protocol)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(1024)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionLimits:
+    """How many MCP sessions an HTTP server keeps, and for how long an idle one lives."""
+
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    """Sessions open at once; a client that would open one more gets an error until one closes or expires."""
+    idle_timeout: float = DEFAULT_SESSION_IDLE_TIMEOUT
+    """Seconds a session may go without a request before the server closes it (a client that comes back
+    later opens a new one)."""
 
 
 def _url(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}{MCP_PATH}"
+    return f"{base_url(sock)}{MCP_PATH}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -309,10 +263,23 @@ class HttpEndpoint:
 
 @asynccontextmanager
 async def serving_http(
-    server: PlaybookServer, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, token: str | None = None
+    server: PlaybookServer,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    token: str | None = None,
+    limits: SessionLimits | None = None,
+    allow_unauthenticated: bool = False,
 ) -> AsyncIterator[HttpEndpoint]:
-    """Serve over streamable HTTP while the block runs (port 0: a free port)."""
+    """Serve over streamable HTTP while the block runs (port 0: a free port). A host other machines can
+    reach needs a token, or `allow_unauthenticated` (ExposureRefused otherwise)."""
     import uvicorn
+
+    from mcp_bridge.operations import metrics_available
+
+    check_exposure(host, token, allow_unauthenticated)
+    if server.metrics is None and metrics_available():
+        server.enable_metrics()
 
     class QuietServer(uvicorn.Server):
         @contextmanager
@@ -320,10 +287,11 @@ async def serving_http(
             # Signals belong to the program embedding the server (serve_http handles Ctrl-C itself).
             yield
 
-    sock = _listening_socket(host, port)
+    sock = listening_socket(host, port)
     config = uvicorn.Config(
-        http_app(server, host=host, token=token),
+        http_app(server, host=host, token=token, limits=limits),
         log_level="warning",
+        log_config=None,  # the process's logging (mcp_bridge.logs) decides where lines go
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=int(GRACEFUL_SHUTDOWN),
@@ -351,15 +319,26 @@ async def serve_http(
     token: str | None = None,
     announce: Callable[[str], None] | None = None,
     handle_signals: bool = True,
+    limits: SessionLimits | None = None,
+    allow_unauthenticated: bool = False,
 ) -> None:
     """Serve over streamable HTTP until the server is asked to stop (`request_stop`; SIGINT or SIGTERM
     when `handle_signals`), then stop gracefully; `announce(url)` is called once listening."""
-    if token is None and host not in LOOPBACK_HOSTS:
+    if token is None and host not in LOOPBACK_HOSTS and allow_unauthenticated:
         logger.warning(
-            "serving on %s without --token: anyone who can reach this address can call the tools", host
+            "serving on %s without a token (--allow-unauthenticated): anyone who can reach this address "
+            "can call every tool",
+            host,
         )
     with stopping_on_signals(server) if handle_signals else _nothing():
-        async with serving_http(server, host=host, port=port, token=token) as endpoint:
+        async with serving_http(
+            server,
+            host=host,
+            port=port,
+            token=token,
+            limits=limits,
+            allow_unauthenticated=allow_unauthenticated,
+        ) as endpoint:
             if announce is not None:
                 announce(endpoint.url)
             stopping = asyncio.create_task(server.stopped())

@@ -110,21 +110,34 @@ class SourceReporter:
         self.file = file
         self.lines = source_lines(text)
         self.errors: list[Diagnostic] = []
+        self.warnings: list[Diagnostic] = []
 
     def error(self, code: str, message: str, line: int, column: int = 1, length: int = 0) -> None:
         """Record one problem at a 1-based line and column (length 0 marks to the end of the line)."""
+        self.errors.append(self._diagnostic(code, message, line, column, length, Severity.ERROR))
+
+    def warn(self, code: str, message: str, line: int, column: int = 1, length: int = 0) -> None:
+        """Record a loose form that was read as its canonical one (reading goes on, nothing is lost)."""
+        self.warnings.append(self._diagnostic(code, message, line, column, length, Severity.WARNING))
+
+    def _diagnostic(
+        self, code: str, message: str, line: int, column: int, length: int, severity: Severity
+    ) -> Diagnostic:
         source = self.lines[line - 1] if 0 < line <= len(self.lines) else None
-        self.errors.append(
-            Diagnostic(
-                code=code,
-                message=message,
-                file=self.file,
-                line=line,
-                column=column,
-                length=length,
-                source_line=source,
-            )
+        return Diagnostic(
+            code=code,
+            message=message,
+            severity=severity,
+            file=self.file,
+            line=line,
+            column=column,
+            length=length,
+            source_line=source,
         )
+
+    def sorted_warnings(self) -> tuple[Diagnostic, ...]:
+        """The warnings in source order."""
+        return tuple(sorted(self.warnings, key=lambda warning: (warning.line, warning.column, warning.code)))
 
     def raise_if_any(self) -> None:
         """Raise PalSyntaxError with all problems in source order, if there are any."""

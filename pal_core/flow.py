@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 
-from pal_core.ir import ConditionKind, Playbook, Step, YieldKind
+from pal_core.ir import ConditionKind, Opcode, Playbook, Step, YieldKind
 from pal_core.step_text import conversation_until
 
 END = "END"
@@ -87,7 +87,7 @@ class PlaybookFlow:
         """Conversation steps: line -> the condition that ends the conversation."""
         for step in self.order:
             self.by_line.setdefault(step.line, step)
-            if step.yield_target is not None and step.opcode != "YLD":
+            if step.yield_target is not None and step.opcode != Opcode.YLD:
                 condition = conversation_until(step.text)
                 if condition is not None:
                     self.until[step.line] = condition
@@ -120,13 +120,13 @@ class PlaybookFlow:
     def is_decision(self, line: str) -> bool:
         """A CND, or a conversation step: the model decides where control goes."""
         step = self.by_line.get(line)
-        return step is not None and (step.opcode == "CND" or line in self.until)
+        return step is not None and (step.opcode == Opcode.CND or line in self.until)
 
     def is_silent(self, line: str) -> bool:
         """Whether an answer may leave the line unwritten: a CND or a JMP (a conversation step does work
         at least once: it may skip only its yield)."""
         step = self.by_line.get(line)
-        return step is not None and step.opcode in ("CND", "JMP")
+        return step is not None and step.opcode in (Opcode.CND, Opcode.JMP)
 
     def after(self, step: Step) -> tuple[str, EdgeKind]:
         """Where control goes when `step` and its body are done."""
@@ -210,7 +210,7 @@ class PlaybookFlow:
             if sibling.line == line:
                 break
             if (
-                sibling.opcode == "CND"
+                sibling.opcode == Opcode.CND
                 and sibling.condition is not None
                 and sibling.condition.kind is ConditionKind.WHEN
             ):
@@ -245,18 +245,18 @@ class PlaybookFlow:
 
     def _compute(self, step: Step) -> list[Edge]:
         line = step.line
-        if step.opcode == "JMP":
+        if step.opcode == Opcode.JMP:
             if step.jump_target is not None and step.jump_target in self.by_line:
                 return [Edge(source=line, target=step.jump_target, kind=EdgeKind.JUMP)]
             return []
-        if step.opcode == "RET":
+        if step.opcode == Opcode.RET:
             return [Edge(source=line, target=END, kind=EdgeKind.RETURN)]
-        if step.opcode == "YLD" and step.yield_target is not None:
+        if step.opcode == Opcode.YLD and step.yield_target is not None:
             if step.yield_target.kind is YieldKind.EXIT:
                 return [Edge(source=line, target=END, kind=EdgeKind.EXIT)]
             if step.yield_target.kind is YieldKind.RETURN:
                 return [Edge(source=line, target=END, kind=EdgeKind.RETURN)]
-        if step.opcode == "CND" and step.children:
+        if step.opcode == Opcode.CND and step.children:
             result = [Edge(source=line, target=step.children[0].line, kind=EdgeKind.ENTER)]
             always_entered = line in self.chained and (
                 step.condition is not None and step.condition.kind is ConditionKind.OTHERWISE
@@ -281,10 +281,10 @@ class PlaybookFlow:
 def _links_chain(previous: Step, step: Step) -> bool:
     """Whether `step` (an `Else if` / `Otherwise`) continues the If chain that `previous` (an `If` or
     an `Else if`) starts or continues."""
-    if step.opcode != "CND" or step.condition is None or step.condition.kind not in _CHAIN_LINKS:
+    if step.opcode != Opcode.CND or step.condition is None or step.condition.kind not in _CHAIN_LINKS:
         return False
     return (
-        previous.opcode == "CND"
+        previous.opcode == Opcode.CND
         and previous.condition is not None
         and previous.condition.kind in _CHAIN_STARTS
     )
@@ -292,10 +292,10 @@ def _links_chain(previous: Step, step: Step) -> bool:
 
 def _follows_when(previous: Step, step: Step) -> bool:
     return (
-        step.opcode == "CND"
+        step.opcode == Opcode.CND
         and step.condition is not None
         and step.condition.kind is ConditionKind.OTHERWISE
-        and previous.opcode == "CND"
+        and previous.opcode == Opcode.CND
         and previous.condition is not None
         and previous.condition.kind is ConditionKind.WHEN
     )

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 
 from pal_core.flow import END, EdgeKind, flow
-from pal_core.ir import Playbook, PlaybookKind, check_playbook_depth
+from pal_core.ir import Opcode, Playbook, PlaybookKind, check_playbook_depth
 
 # Mermaid entity codes for the characters that would end or re-interpret a quoted label (`#` starts a
 # code itself); brackets, braces and bars are safe inside the quotes and are kept as written.
 _ESCAPES = {"#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;"}
 _ESCAPED = re.compile("|".join(re.escape(char) for char in _ESCAPES))
 _MAX_LABEL = 60
-_SHAPES = {"CND": ('{"', '"}'), "RET": ('(["', '"])'), "YLD": ('[/"', '"/]')}
+_SHAPES = {Opcode.CND: ('{"', '"}'), Opcode.RET: ('(["', '"])'), Opcode.YLD: ('[/"', '"/]')}
 _EDGE_STYLE = {
     EdgeKind.NEXT: "-->",
     EdgeKind.ENTER: "-->|yes|",

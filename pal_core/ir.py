@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from pal_core.errors import PalError
+from pal_core.errors import Diagnostic, PalError
 
 JsonValue = Any
 """A JSON-compatible value: None, bool, int, float, str, list or dict with str keys."""
@@ -464,6 +464,9 @@ class Program:
     """HTML comments after the last agent's content."""
     source: str | None = field(default=None, compare=False)
     """The file the program was read from, for diagnostics; never compared."""
+    warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    """Loose forms the reader accepted and read as their canonical ones (codes PAL021 and up), in source
+    order; `pal_core.validate.validate` reports them with its own findings. Never compared."""
 
     def agent(self, name: str) -> Agent | None:
         """The agent with this name, or None."""

@@ -25,7 +25,7 @@ from pal_core.errors import PalError
 FORMAT_VERSION = 1
 """Bumped when the JSON form changes incompatibly."""
 
-_SKIPPED = frozenset({"span", "source"})
+_SKIPPED = frozenset({"span", "source", "warnings"})
 
 
 class PalJsonError(PalError):

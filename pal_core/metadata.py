@@ -7,8 +7,11 @@ kept in `extra`, in order, so nothing a program says is dropped.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from pal_core.codes import BAD_METADATA
+from pal_core.errors import SourceReporter
 from pal_core.ir import EMPTY_METADATA, Metadata, RemoteSpec
 
 MetadataProblem = tuple[str, str]
@@ -172,3 +175,39 @@ def remote_to_yaml(remote: RemoteSpec) -> dict[str, Any]:
         if key not in data and key not in _REMOTE_FIELDS:
             data[key] = value
     return data
+
+
+@dataclass(slots=True, kw_only=True)
+class MetadataSource:
+    """A metadata block as YAML data, with where it was written."""
+
+    data: dict[str, Any]
+    """The YAML mapping (empty when the YAML could not be read: that is already reported)."""
+    lines: list[tuple[int, str]]
+    """The block's source lines, to place errors on the key they concern."""
+    line: int
+    """1-based line where the block starts."""
+    readable: bool = True
+    """False when the YAML could not be read."""
+
+
+def metadata_of(source: MetadataSource | None, reporter: SourceReporter) -> Metadata:
+    """The typed metadata of a block; a value of the wrong type is an error at its key."""
+    if source is None or not source.readable:
+        return EMPTY_METADATA
+    metadata, problems = metadata_from_yaml(source.data)
+    for key, message in problems:
+        leaf = key.split(".")[-1]
+        line, column = key_position(source, leaf)
+        reporter.error(BAD_METADATA, f"metadata '{key}' {message}", line, column, len(leaf))
+    return metadata
+
+
+def key_position(source: MetadataSource, key: str) -> tuple[int, int]:
+    """Where a metadata key is written (line, column), to report a wrong value there."""
+    for number, text in source.lines:
+        stripped = text.lstrip()
+        for prefix in (f"{key}:", f"- {key}:"):
+            if stripped.startswith(prefix):
+                return number, len(text) - len(stripped) + 1 + (2 if prefix.startswith("- ") else 0)
+    return source.line, 1

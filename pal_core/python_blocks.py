@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import ast
 import inspect
-import re
 from dataclasses import dataclass
+from typing import cast
 
 from pal_core.ir import Metadata, Parameter, Playbook, PlaybookKind, Trigger
 from pal_core.pysource import literal_eval, parse_python
+from pal_core.triggers import TRIGGER_RE
 
-TRIGGER_RE = re.compile(r"\s*(?P<id>T\d+)\s*:\s*(?P<code>[A-Za-z]+)\b\s?(?P<text>.*)\Z", re.DOTALL)
+__all__ = ["TRIGGER_RE", "CodeProblem", "python_playbooks"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,12 +28,18 @@ class CodeProblem:
     """1-based column."""
 
 
-def python_playbooks(code: str, block_index: int) -> tuple[list[Playbook], list[CodeProblem]]:
-    """The `@playbook` functions of one code block, in order, and the problems found."""
-    try:
-        module = parse_python(code)
-    except SyntaxError as error:
-        return [], [CodeProblem(f"Python syntax error: {error.msg}", error.lineno or 1, error.offset or 1)]
+def python_playbooks(
+    code: str, block_index: int, module: ast.Module | None = None
+) -> tuple[list[Playbook], list[CodeProblem]]:
+    """The `@playbook` functions of one code block, in order, and the problems found (`module`: the code's
+    syntax tree, when the caller has it already)."""
+    if module is None:
+        try:
+            module = cast(ast.Module, parse_python(code))  # mode "exec" gives a Module
+        except SyntaxError as error:
+            return [], [
+                CodeProblem(f"Python syntax error: {error.msg}", error.lineno or 1, error.offset or 1)
+            ]
     playbooks: list[Playbook] = []
     problems: list[CodeProblem] = []
     for node in module.body:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pal_core.ir import (
@@ -19,6 +19,7 @@ from pal_core.ir import (
     Call,
     Condition,
     ConditionKind,
+    Opcode,
     Variable,
     YieldKind,
     YieldTarget,
@@ -26,8 +27,9 @@ from pal_core.ir import (
 from pal_core.pysource import literal_eval, parse_python
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-_VAR_RE = re.compile(rf"\$({_IDENT})(?::({_IDENT}(?:\[[^\]]*\])?))?")
-_VAR_ONLY_RE = re.compile(rf"\$({_IDENT})(?::({_IDENT}(?:\[[^\]]*\])?))?\Z")
+TYPED_VARIABLE_RE = re.compile(rf"\$({_IDENT})(?::({_IDENT}(?:\[[^\]]*\])?))?")
+"""`$name` or `$name:type` (`$items:list[str]`): group 1 the name, group 2 the type. The one pattern of a
+variable in step text, for every reader of it (the parser's step details, the compiler, the turn, prompts)."""
 _ASSIGN_RE = re.compile(rf"\$({_IDENT})(?:\s*:\s*({_IDENT}(?:\[[^\]]*\])?))?\s*=(?!=)\s*")
 _CALLEE_RE = re.compile(rf"({_IDENT}(?:\.{_IDENT})*)\(")
 _KEYWORD_ARG_RE = re.compile(rf"\$?({_IDENT})\s*=(?!=)\s*")
@@ -41,7 +43,7 @@ _SIMPLE_STRING_RE = re.compile(r'"[^"\\\n]*"\Z|\'[^\'\\\n]*\'\Z')
 _INT_RE = re.compile(r"-?[1-9][0-9]{0,15}\Z|0\Z")
 _PY_WORDS = frozenset(keyword.kwlist) | {"match", "case", "type"}
 
-_STEPS_WITH_CALLS = frozenset({"EXE", "QUE", "TNK", "CHK"})
+_STEPS_WITH_CALLS = frozenset({Opcode.EXE, Opcode.QUE, Opcode.TNK, Opcode.CHK})
 
 _CONDITION_PREFIXES: tuple[tuple[str, ConditionKind], ...] = (
     ("else if ", ConditionKind.ELSE_IF),
@@ -61,15 +63,15 @@ _CONDITION_PREFIXES: tuple[tuple[str, ConditionKind], ...] = (
 def analyze(opcode: str, text: str) -> dict[str, Any]:
     """The derived fields of a step: only the ones that apply, keyed by Step field name."""
     details: dict[str, Any] = {}
-    if opcode == "YLD":
+    if opcode == Opcode.YLD:
         details["yield_target"] = parse_yield_target(text)
         return details
-    if opcode == "JMP":
+    if opcode == Opcode.JMP:
         match = _JUMP_RE.match(text.strip())
         if match:
             details["jump_target"] = match.group(1)
         return details
-    if opcode == "CND":
+    if opcode == Opcode.CND:
         details["condition"] = parse_condition(text)
         return details
     if opcode not in _STEPS_WITH_CALLS:
@@ -205,7 +207,7 @@ def classify_argument(piece: str) -> Argument:
     if keyword_match:
         name = keyword_match.group(1)
         text = text[keyword_match.end() :].strip()
-    variable = _VAR_ONLY_RE.match(text)
+    variable = TYPED_VARIABLE_RE.fullmatch(text)
     if variable:
         return Argument(text=text, kind=ArgKind.VARIABLE, name=name, value=variable.group(1))
     if _IDENT_ONLY_RE.match(text) and text not in _LITERAL_WORDS:
@@ -262,7 +264,7 @@ def is_python_expression(text: str) -> bool:
         for match in _TWO_WORDS_RE.finditer(text):
             if match.group(1) not in _PY_WORDS and match.group(2) not in _PY_WORDS:
                 return False
-    source = _VAR_RE.sub(lambda m: m.group(1), text)
+    source = TYPED_VARIABLE_RE.sub(lambda m: m.group(1), text)
     for match in _TWO_WORDS_RE.finditer(_STRING_RE.sub('""', source)):
         # Two plain words side by side are natural language unless one is a Python keyword.
         if match.group(1) not in _PY_WORDS and match.group(2) not in _PY_WORDS:
@@ -276,7 +278,7 @@ def is_python_expression(text: str) -> bool:
 
 def python_source(text: str) -> str:
     """`text` with `$name` (and `$name:type`) replaced by `name`, for handing to `ast`."""
-    return _VAR_RE.sub(lambda m: m.group(1), text)
+    return TYPED_VARIABLE_RE.sub(lambda m: m.group(1), text)
 
 
 _SPECIAL_RE = re.compile(r"[()\[\]{}\"'\\,;]")
@@ -387,3 +389,15 @@ def _split(text: str, separator: str, respect_quotes: bool) -> list[str] | None:
         return None
     parts.append(text[start:])
     return parts
+
+
+def declared_variables(texts: Iterable[str]) -> dict[str, str | None]:
+    """Every `$name` written in the texts, in order, with the first type declared for it (`$n:int`), or
+    None: the one collector of the variables a program names."""
+    found: dict[str, str | None] = {}
+    for text in texts:
+        for match in TYPED_VARIABLE_RE.finditer(text):
+            name, declared = match.group(1), match.group(2)
+            if found.get(name) is None:
+                found[name] = declared
+    return found

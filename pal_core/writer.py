@@ -5,8 +5,10 @@ playbooks, public.json), each playbook as `## Name($p:type) -> Ret`, metadata, d
 `### Triggers` / `### Steps` / `### Notes` with unbulleted lines and two spaces of indent per level.
 `parse(write(ir)) == ir`, and `write(parse(text))` is a fixed point after one pass.
 
-Text that would read back as something else (a description line starting with `##`, say) is refused
-with PalWriteError rather than written wrong.
+Description text that would read back as structure (a line starting with `##`, a ```python fence) is
+escaped with a backslash before its first character (`\\## Not a header`), as markdown escapes it; reading
+drops that backslash, so any description round-trips. Text that reading would change another way (a blank
+line at the start of a description, trailing spaces) is refused with PalWriteError rather than written wrong.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import re
 
 from pal_core import yamlish
+from pal_core.description_text import escaped, is_escapable
 from pal_core.errors import PalWriteError
 from pal_core.ir import (
     Agent,
@@ -61,13 +64,14 @@ def _write_agent(agent: Agent, out: list[str]) -> None:
     if agent.description:
         # A trailing comment reads back as description only when a block or section follows it.
         block_follows = bool(agent.python_blocks) or (not written and agent.public_json is not None)
-        _check_description(
-            agent.description,
-            f"agent {agent.name}",
-            after_metadata=not agent.metadata.is_empty(),
-            may_end_with_comment=block_follows,
+        out.append(
+            _description_text(
+                agent.description,
+                f"agent {agent.name}",
+                after_metadata=not agent.metadata.is_empty(),
+                may_end_with_comment=block_follows,
+            )
         )
-        out.append(agent.description)
     for code in agent.python_blocks:
         _check_code(code, f"agent {agent.name}")
         out.append("")
@@ -99,13 +103,14 @@ def _write_playbook(playbook: Playbook, out: list[str], *, block_follows: bool =
     _write_metadata(playbook.metadata, out)
     if playbook.description:
         has_sections = bool(playbook.triggers or playbook.steps or playbook.notes)
-        _check_description(
-            playbook.description,
-            f"playbook {playbook.name}",
-            after_metadata=not playbook.metadata.is_empty(),
-            may_end_with_comment=has_sections or block_follows,
+        out.append(
+            _description_text(
+                playbook.description,
+                f"playbook {playbook.name}",
+                after_metadata=not playbook.metadata.is_empty(),
+                may_end_with_comment=has_sections or block_follows,
+            )
         )
-        out.append(playbook.description)
     if playbook.triggers:
         out.append("### Triggers")
         out.extend(trigger_line(trigger) for trigger in playbook.triggers)
@@ -195,63 +200,77 @@ def _check_code(code: str, what: str) -> None:
             raise PalWriteError(f"{what}: python code contains a line '```', which would end the block")
 
 
-def _check_description(text: str, what: str, *, after_metadata: bool, may_end_with_comment: bool) -> None:
-    """Refuse description text that the parser would read as structure."""
+def _description_text(text: str, what: str, *, after_metadata: bool, may_end_with_comment: bool) -> str:
+    """The description as written: lines that would read as structure escaped with a backslash (see
+    `pal_core.outline`), everything else as it is. Refused only where reading would change the text:
+    blank lines at its start or end, trailing spaces (reading drops both), a line break inside a line."""
     lines = text.split("\n")
     if not lines[0].strip() or not lines[-1].strip():
         raise PalWriteError(f"{what}: description must not start or end with a blank line")
-    first_text = _first_line_after_comments(lines)
-    if first_text is None:
-        raise PalWriteError(
-            f"{what}: a description made only of comments would read as a comment before a header"
-        )
-    if not after_metadata and first_text.strip() == "metadata:":
-        raise PalWriteError(f"{what}: a description cannot start with 'metadata:'")
-    in_fence = in_comment = False
-    last_is_comment = False
     for line in lines:
-        stripped = line.strip()
         if line != line.rstrip() or "\r" in line:
             raise PalWriteError(f"{what}: description line {line!r} has trailing spaces")
-        last_is_comment = in_comment or stripped.startswith("<!--")
-        if in_fence:
-            in_fence = stripped != "```"
-            continue
-        if in_comment:
-            in_comment = "-->" not in line
-            continue
-        if stripped.startswith("<!--"):
-            in_comment = "-->" not in line[line.find("<!--") + 4 :]
-            if not in_comment and line[line.find("-->", line.find("<!--") + 4) + 3 :].strip():
-                raise PalWriteError(f"{what}: description line {line!r} has text after '-->'")
-            continue
-        if stripped.startswith("```"):
-            language = stripped[3:].strip()
-            if language in ("python", "public.json"):
-                raise PalWriteError(f"{what}: description contains a ```{language} block")
-            in_fence = True
-            continue
-        if _STRUCTURE_RE.match(line):
-            raise PalWriteError(f"{what}: description line {line!r} would read as a header")
-    if in_fence or in_comment:
-        raise PalWriteError(f"{what}: description has an unclosed ``` block or comment")
-    if last_is_comment and not may_end_with_comment:
-        raise PalWriteError(
-            f"{what}: a description cannot end with a comment (it would read as the next header's)"
-        )
-
-
-def _first_line_after_comments(lines: list[str]) -> str | None:
-    in_comment = False
-    for line in lines:
-        if in_comment:
-            in_comment = "-->" not in line
-            continue
+    out: list[str] = []
+    text_seen = False
+    """Whether a line of text came before (a `metadata:` line only reads as metadata right under a header)."""
+    index = 0
+    while index < len(lines):
+        line = lines[index]
         stripped = line.strip()
         if not stripped:
+            out.append(line)
+            index += 1
             continue
-        if stripped.startswith("<!--"):
-            in_comment = "-->" not in stripped[4:]
+        if stripped.startswith("```"):
+            close = next((j for j in range(index + 1, len(lines)) if lines[j].strip() == "```"), None)
+            if close is not None and stripped[3:].strip() not in ("python", "public.json"):
+                # A fenced block of the description (a prompt showing an example): read back as written.
+                out.extend(lines[index : close + 1])
+                index = close + 1
+                text_seen = True
+                continue
+        elif stripped.startswith("<!--"):
+            end = _comment_end(lines, index)
+            if end is not None and _comment_stays(
+                lines, end, may_end_with_comment, text_seen, after_metadata
+            ):
+                out.extend(lines[index : end + 1])
+                index = end + 1
+                continue
+        elif not (
+            _STRUCTURE_RE.match(line)
+            or (stripped == "metadata:" and not text_seen and not after_metadata)
+            or (stripped.startswith("\\") and is_escapable(stripped[1:]))
+        ):
+            out.append(line)
+            index += 1
+            text_seen = True
             continue
-        return line
-    return None
+        out.append(escaped(line))
+        index += 1
+        text_seen = True
+    return "\n".join(out)
+
+
+def _comment_end(lines: list[str], start: int) -> int | None:
+    """The line where the comment opened at `start` closes, if it closes with nothing after `-->`."""
+    line = lines[start]
+    tail = line[line.find("<!--") + 4 :]
+    end = start
+    while "-->" not in tail:
+        end += 1
+        if end >= len(lines):
+            return None
+        tail = lines[end]
+    return end if not tail[tail.find("-->") + 3 :].strip() else None
+
+
+def _comment_stays(
+    lines: list[str], end: int, may_end_with_comment: bool, text_seen: bool, after_metadata: bool
+) -> bool:
+    """Whether a comment reads back as part of the description: text follows it (else it would belong to the
+    next header), and it does not stand between a header and a line that would read as its metadata."""
+    following = next((line for line in lines[end + 1 :] if line.strip()), None)
+    if following is None:
+        return may_end_with_comment and text_seen
+    return not (following.strip() == "metadata:" and not text_seen and not after_metadata)

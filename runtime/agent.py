@@ -11,7 +11,7 @@ from pal_core.errors import PalError
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import Agent, Metadata, Parameter, Playbook, PlaybookKind, Trigger, check_playbook_depth
 from pal_core.messaging import AgentParticipant, AsyncMessageQueue, Message
-from pal_core.python_blocks import TRIGGER_RE
+from pal_core.triggers import TRIGGER_RE
 from runtime.errors import ProgramError
 from runtime.module_path import use_module_folders
 from runtime.python_api import PlaybookFunction

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.ir import ArgKind, Argument, Call
-from pal_core.values import SPEECH_CALLS
 from runtime.errors import CallError
 from runtime.expressions import NotEvaluable, coerce, evaluate
 

@@ -21,6 +21,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("history", "threads", "show a thread's verified turns (--all: every entry of its log)"),
     ("fork", "threads", "start a new thread from entry N of another (the original is not touched)"),
     ("check-turn", "check_turn", "parse (and verify) recorded model answers, one JSON object per line"),
+    ("studio", "studio", "serve a local web page over the threads of a store (needs pal-bridge[studio])"),
 )
 # Packages above the runtime (importers, mcp_bridge) add subcommands through this entry-point group; each
 # entry names a module with HELP, ARGUMENTS and HANDLERS dicts keyed by subcommand name.

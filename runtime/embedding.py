@@ -51,7 +51,7 @@ from runtime.loader import load
 from runtime.models.base import Model
 from runtime.program_run import ProgramRun, RunLimits
 from runtime.session import CallOutcome, resolve_playbook
-from runtime.session.calls import PlaybookCalls
+from runtime.session.playbook_calls import PlaybookCalls
 from runtime.store import Store
 from runtime.trace import Tracer
 

@@ -128,17 +128,18 @@ class Execution:
             invoke = self._call_python if playbook.kind is PlaybookKind.PYTHON else self._call_remote
             # A durable run commits the result before anyone sees it, or replays it from the log.
             arguments = {**{str(index): value for index, value in enumerate(args)}, **kwargs}
-            result = await services.recorder.call(
-                self.agent, playbook, arguments, lambda: invoke(playbook, args, kwargs)
-            )
+            call = services.spans.tool(self.agent, playbook, lambda: invoke(playbook, args, kwargs))
+            result = await services.recorder.call(self.agent, playbook, arguments, call)
         elif playbook.metadata.meeting and self.current_meeting() is None:
             from runtime.meeting_playbooks import run_meeting_as_owner
 
-            result = await run_meeting_as_owner(self, playbook, args, kwargs)
+            with services.spans.playbook(self.agent, playbook):
+                result = await run_meeting_as_owner(self, playbook, args, kwargs)
         else:
             from runtime.interpreter import run_markdown
 
-            result = await run_markdown(self, playbook, args, kwargs)
+            with services.spans.playbook(self.agent, playbook):
+                result = await run_markdown(self, playbook, args, kwargs)
         check_value(result, limits, f"the result of {playbook.name}")
         if trace.enabled:
             trace(self.agent, "return", playbook=playbook.name, detail=_short(result))

@@ -334,7 +334,7 @@ _describe = _Description
 
 def coerce(value: Any, declared: str | None, limits: ValueLimits | None = None) -> Any:
     """A value converted to its declared type where that is lossless (`"3"` -> 3 for int, 3 -> 3.0 for
-    float, tuples -> lists); otherwise the value unchanged (pal_core.values.fits_type says whether it fits).
+    float, tuples -> lists); otherwise the value unchanged (pal_core.declared_types.fits_type says whether it fits).
     Digits meant as an int that are over the digit budget (`limits`, else the most Python converts) raise
     ValueTooLarge: such a value is refused, never kept as text in an int variable."""
     if declared is None:

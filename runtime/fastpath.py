@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import ConditionKind, Opcode, Step, YieldKind
-from pal_core.values import SPEECH_CALLS
 from runtime.calls import can_resolve, invoke_call
 from runtime.control import CONTINUE, Control
 from runtime.errors import PlaybookFailed, ProgramError

@@ -40,6 +40,7 @@ from runtime.models.limits import check_timeout
 from runtime.recorder import NO_RECORDER, Recorder
 from runtime.remote import RemoteOpener, open_remote, remote_playbooks
 from runtime.services import RunServices, RunTrace, UserChannel
+from runtime.telemetry import Spans, telemetry
 from runtime.trace import Tracer
 from runtime.triggers import TriggerWatcher, check_message_triggers
 from runtime.value_limits import DEFAULT_VALUE_LIMITS, ValueLimits
@@ -165,10 +166,12 @@ class ProgramRun:
         remote_connector: RemoteOpener | None = None,
         recorder: Recorder | None = None,
         tracing: bool = True,
+        spans: Spans | None = None,
     ) -> None:
         """`model` answers the turns the runtime cannot execute alone (a Model, or an object with only `name`
         and `complete`); `recorder` records the run (a durable run's journal); `tracing=False` builds no trace
-        events at all (an embedded playbook nobody traces)."""
+        events at all (an embedded playbook nobody traces); `spans` describe the run in OpenTelemetry spans
+        (default: the process's telemetry, runtime.telemetry: none unless turned on)."""
         self.program = program
         self.model: Model | None = with_capabilities(model) if model is not None else None
         self.limits = limits = limits or RunLimits()
@@ -215,6 +218,13 @@ class ProgramRun:
             trace=RunTrace(self.tracer, enabled=tracing),
             transcript=self.messages_to_user,
             budget=self.current_budget,
+            spans=spans
+            if spans is not None
+            else telemetry().for_run(
+                program=Path(program.source).name if program.source else "program",
+                thread=self.recorder.thread_id,
+                model=self.model.name if self.model is not None else None,
+            ),
         )
         """What the code running in this run needs (given to every agent instance)."""
 
@@ -314,18 +324,21 @@ class ProgramRun:
         except PalError as error:  # a program that cannot start, a model that is not installed
             await self.shutdown()
             return self._finish_result("error", str(error), error)
-        self._driving = True
-        for instance in list(self.instances.values()):
-            self._spawn(instance)
-        if not self._tasks:
-            self._finish("idle", "no agent to run")
-        try:
-            async with self.budget.bound():
-                await self._finished.wait()
-        except BudgetExceeded as error:
-            self._finish("error", str(error), error)
-        await self.shutdown()
-        return self._result or self._finish_result("idle", "finished")
+        with self.services.spans.run() as span:  # the agents' tasks start inside it: their spans are its
+            self._driving = True
+            for instance in list(self.instances.values()):
+                self._spawn(instance)
+            if not self._tasks:
+                self._finish("idle", "no agent to run")
+            try:
+                async with self.budget.bound():
+                    await self._finished.wait()
+            except BudgetExceeded as error:
+                self._finish("error", str(error), error)
+            await self.shutdown()
+            result = self._result or self._finish_result("idle", "finished")
+            span.ended(result.status, result.reason)
+            return result
 
     async def guard(self, call: Coroutine[Any, Any, Any]) -> Any:
         """Await `call` (a playbook called from outside the message loops: `run_playbook`, `pal run --input`,
@@ -357,10 +370,11 @@ class ProgramRun:
 
     async def _agent_main(self, instance: AgentInstance) -> None:
         try:
-            for playbook in instance.playbooks.values():
-                if any(trigger.code == TriggerCode.BGN for trigger in playbook.triggers):
-                    await Execution(instance).execute(playbook, [], {})
-            await self._message_loop(instance)
+            with self.services.spans.agent(instance):
+                for playbook in instance.playbooks.values():
+                    if any(trigger.code == TriggerCode.BGN for trigger in playbook.triggers):
+                        await Execution(instance).execute(playbook, [], {})
+                await self._message_loop(instance)
         except ProgramExit as stop:
             self._finish("exit", stop.reason)
         except InputExhausted as error:
@@ -511,7 +525,8 @@ class ProgramRun:
 
     async def _loop_only(self, instance: AgentInstance) -> None:
         try:
-            await self._message_loop(instance)
+            with self.services.spans.agent(instance):
+                await self._message_loop(instance)
         except QueueClosed:
             return
         except (RunError, ProgramError, ModelError) as error:

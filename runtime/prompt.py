@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.turn import CalleeKind, TurnContext
 from pal_core.ir import TriggerCode
-from pal_core.step_text import _VAR_RE
+from pal_core.step_text import TYPED_VARIABLE_RE
 from pal_core.writer import write_playbook
 from runtime.models.base import ChatMessage
 
@@ -189,9 +189,9 @@ def _read_by(playbook: Any) -> set[str]:
     """The variables a playbook's turns read: its parameters and every `$name` its steps and notes write."""
     names = {parameter.name for parameter in playbook.parameters}
     for step in playbook.all_steps():
-        names.update(match.group(1) for match in _VAR_RE.finditer(step.text))
+        names.update(match.group(1) for match in TYPED_VARIABLE_RE.finditer(step.text))
     for note in playbook.notes:
-        names.update(match.group(1) for match in _VAR_RE.finditer(note.text))
+        names.update(match.group(1) for match in TYPED_VARIABLE_RE.finditer(note.text))
     return names
 
 

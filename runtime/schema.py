@@ -3,9 +3,10 @@
 PAL types are Python-like text (`str`, `int`, `list[str]`, `dict[str, float]`, `Optional[int]`,
 `Literal["a", "b"]`, `str | None`), written by hand in markdown playbooks and taken from annotations in
 Python playbooks. `json_schema_for_type` maps one such text to JSON Schema; anything it does not know
-(a class name, `Any`) becomes `{}`, which accepts every value. `schema_problems` checks a value against
-the subset of JSON Schema produced here, so arguments are refused with a message naming the argument
-before a playbook runs.
+(a class name, `Any`) becomes `{}`, which accepts every value. `schema_problems` checks a value against a
+schema, so arguments are refused with a message naming the argument before a playbook runs: the schemas
+made here by hand (no dependency, fast, property-tested against jsonschema), a schema an author wrote with
+other keywords (an MCP tool's `input_schema` with `minimum`, `pattern`...) with the jsonschema package.
 
 It is the project's one PAL type -> JSON Schema mapping, kept in the runtime so every bridge can use it
 (imports only go down the layers): the MCP bridge for tool schemas, the LangGraph exporter for LangChain
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -288,15 +290,96 @@ def _fits(value: Any, json_type: str) -> bool:
     return expected is None or isinstance(value, expected)
 
 
+PRODUCED_KEYWORDS = frozenset(
+    {
+        "type", "items", "prefixItems", "minItems", "maxItems", "uniqueItems", "properties", "required",
+        "additionalProperties", "anyOf", "enum", "default", "title", "description", "$schema",
+    }
+)  # fmt: skip
+"""The JSON Schema keywords of the schemas this module makes, which `schema_problems` checks by hand (fast,
+with messages that name the argument). A schema written by an author (an MCP tool's `input_schema`) may
+use any other keyword (`minimum`, `pattern`, `$ref`, ...): it is checked by the jsonschema package."""
+
+_SUBSET_VERDICTS: dict[int, tuple[Mapping[str, Any], bool]] = {}
+"""id(schema) -> (the schema, kept alive so its id is not reused; whether it stays in PRODUCED_KEYWORDS)."""
+
+
 def schema_problems(value: Any, schema: Mapping[str, Any], where: str = "") -> list[str]:
-    """What is wrong with `value` under `schema` (the subset this module produces), each naming the place
-    (`where` is the path of `value`: `result`, `items[2]`; empty for the top-level arguments object, whose
-    keys are then named alone, as `timezone`); empty when the value fits."""
+    """What is wrong with `value` under `schema`, each naming the place (`where` is the path of `value`:
+    `result`, `items[2]`; empty for the top-level arguments object, whose keys are then named alone, as
+    `timezone`); empty when the value fits. The schemas this module makes are checked by hand; a schema
+    with other keywords by jsonschema (Draft 2020-12)."""
+    if not schema:
+        return []
+    if not _in_subset(schema):
+        return _validator_problems(value, schema, where)
+    return _subset_problems(value, schema, where)
+
+
+def _in_subset(schema: Mapping[str, Any]) -> bool:
+    known = _SUBSET_VERDICTS.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    verdict = _only_produced_keywords(schema)
+    if len(_SUBSET_VERDICTS) >= 1024:
+        _SUBSET_VERDICTS.clear()
+    _SUBSET_VERDICTS[id(schema)] = (schema, verdict)
+    return verdict
+
+
+def _only_produced_keywords(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return True
+    if not set(schema) <= PRODUCED_KEYWORDS:
+        return False
+    children: list[Any] = [schema.get("items"), schema.get("additionalProperties")]
+    children += list(schema.get("prefixItems") or ()) + list(schema.get("anyOf") or ())
+    children += list((schema.get("properties") or {}).values())
+    return all(_only_produced_keywords(child) for child in children if isinstance(child, Mapping))
+
+
+def _validator_problems(value: Any, schema: Mapping[str, Any], where: str) -> list[str]:
+    """The problems jsonschema finds, each at its path (`items[2].name: -1 is less than the minimum of 0`)."""
+    try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+    except InvalidSchema as error:
+        return [f"{_label(where)}: the schema to check it against is not valid JSON Schema: {error}"]
+    except ImportError:
+        return [
+            f"{_label(where)}: its schema uses keywords beyond the basic ones, which need the jsonschema "
+            "package to check: pip install 'pal-bridge[mcp]'"
+        ]
+    problems = []
+    for error in sorted(validator.iter_errors(value), key=lambda error: list(map(str, error.absolute_path))):
+        place = where
+        for step in error.absolute_path:
+            place = f"{place}[{step}]" if isinstance(step, int) else _join(place, str(step))
+        problems.append(f"{_label(place)}: {error.message}")
+    return problems
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Any:
+    import jsonschema
+
+    schema = json.loads(schema_text)
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise InvalidSchema(error.message) from None
+    return jsonschema.Draft202012Validator(schema)
+
+
+class InvalidSchema(ValueError):
+    """An author's schema that is not JSON Schema (Draft 2020-12)."""
+
+
+def _subset_problems(value: Any, schema: Mapping[str, Any], where: str = "") -> list[str]:
     if not schema:
         return []
     if "anyOf" in schema:
         options = schema["anyOf"]
-        if any(not schema_problems(value, option, where) for option in options):
+        if any(not _subset_problems(value, option, where) for option in options):
             return []
         kinds = " or ".join(_describe(option) for option in options)
         return [f"{_label(where)} must be {kinds}, got {_got(value)}"]
@@ -321,7 +404,7 @@ def _array_problems(value: list[Any] | tuple[Any, ...], schema: Mapping[str, Any
     for index, item in enumerate(value):
         item_schema = prefix[index] if prefix is not None else schema.get("items")
         if item_schema:
-            problems.extend(schema_problems(item, item_schema, f"{where}[{index}]"))
+            problems.extend(_subset_problems(item, item_schema, f"{where}[{index}]"))
     if schema.get("uniqueItems"):
         seen: list[Any] = []
         for item in value:
@@ -341,12 +424,12 @@ def _object_problems(value: dict[str, Any], schema: Mapping[str, Any], where: st
     extra = schema.get("additionalProperties")
     for key, item in value.items():
         if key in properties:
-            problems.extend(schema_problems(item, properties[key], _join(where, key)))
+            problems.extend(_subset_problems(item, properties[key], _join(where, key)))
         elif extra is False:
             known = ", ".join(properties) or "none"
             problems.append(f"{_join(where, key)} is not a parameter (parameters: {known})")
         elif isinstance(extra, Mapping):
-            problems.extend(schema_problems(item, extra, _join(where, key)))
+            problems.extend(_subset_problems(item, extra, _join(where, key)))
     return problems
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.errors import RunError
 from runtime.models.base import RequestKind
+from runtime.telemetry import NO_SPANS, Spans
 
 if TYPE_CHECKING:
     from pal_core.contract.verify import VerifiedTurn
@@ -129,6 +130,8 @@ class RunServices:
     """Everything said to the user, in order (the run's `messages_to_user`)."""
     budget: Callable[[], Budget]
     """The budget work in the calling task spends (its call's, else the run's)."""
+    spans: Spans = NO_SPANS
+    """Who describes the run in OpenTelemetry spans (runtime.telemetry; by default nobody)."""
 
     @property
     def program_folder(self) -> Path:
@@ -142,6 +145,12 @@ class RunServices:
         In a durable run, an answer the thread's log holds is returned from it (call id 0, no model call);
         a live answer to anything but a playbook turn is committed here (a turn's answer is committed by
         `checkpoint_answer` once the verifier has judged it)."""
+        with self.spans.chat(agent, request) as span:
+            call_id, response = await self._ask_model(request, agent)
+            span.answered(response, replayed=call_id == 0)
+            return call_id, response
+
+    async def _ask_model(self, request: ModelRequest, agent: AgentInstance) -> tuple[int, ModelResponse]:
         recorder = self.recorder
         metadata = request.metadata
         recorded = recorder.replay_answer(agent, request)
@@ -189,6 +198,7 @@ class RunServices:
     ) -> None:
         """Commit a playbook turn's answer with the verifier's verdict (the accepted `turn`, or the broken
         rules) before any of it is applied; nothing for a run nobody records."""
+        self.spans.judged(agent, request, turn=turn, problems=problems)
         await self.recorder.commit_answer(agent, request, response, turn=turn, problems=problems)
 
     async def request_user_input(self, agent: AgentInstance) -> str | None:

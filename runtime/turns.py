@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract import ContractSyntaxError
 from pal_core.contract.fixed import computed_assignment, computed_condition, computed_return
 from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction, VarAction, WhatAction
@@ -16,7 +17,6 @@ from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTu
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import Call, Opcode, YieldKind
 from pal_core.messaging import MessagingError
-from pal_core.values import SPEECH_CALLS
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import RunError

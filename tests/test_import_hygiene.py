@@ -15,6 +15,10 @@ HEAVY = {
     "litellm",
     "openai",
     "pydantic",
+    "opentelemetry",
+    "starlette",
+    "uvicorn",
+    "playwright",
 }
 
 PROBE = """
@@ -39,3 +43,10 @@ def test_import_pal_core_loads_no_framework() -> None:
 
 def test_the_cli_parser_loads_no_framework() -> None:
     assert _loaded_after("from runtime.cli import build_parser; build_parser()") == ""
+
+
+def test_a_run_and_the_studios_modules_load_no_framework() -> None:
+    """Spans off (the default) import nothing of OpenTelemetry; the studio imports its web stack only when a
+    studio is made."""
+    modules = "import runtime.program_run, runtime.session, runtime.telemetry, runtime.studio, runtime.commands.studio"
+    assert _loaded_after(modules) == ""

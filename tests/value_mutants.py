@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract import ContractSyntaxError, parse_answer
 from pal_core.contract.fixed import (
     ComputationFailed,
@@ -42,7 +43,6 @@ from pal_core.contract.model import ReturnAction, StepAction, VarAction
 from pal_core.contract.turn import TurnContext
 from pal_core.contract.verify import ExecutedStep
 from pal_core.ir import ArgKind
-from pal_core.values import SPEECH_CALLS
 from runtime.expressions import contract_evaluator
 from tests.paired_corpus import Outcome, effect, judge
 

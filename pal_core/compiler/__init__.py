@@ -13,9 +13,12 @@ target cannot be found.
 
 Reading the markdown
 --------------------
-- Optional `---` front matter (YAML) at the top -> `Program.frontmatter`.
+- A `#!` first line (`#!/usr/bin/env pb`) is skipped; optional `---` front matter (YAML) at the top (after
+  it) -> `Program.frontmatter`. A `---` / `***` / `___` line right before a header (or at the end) separates
+  agents or playbooks and is skipped.
 - `# Title` starts an agent, `## Title` a playbook, `### Triggers` / `### Steps` / `### Notes` (singular
-  accepted, any case) a playbook section. Other `###` titles, sections outside a playbook, text before
+  accepted, any case) a playbook section; `## Steps` inside a playbook is read as `### Steps` (warning
+  PAL021). Other `###` titles, sections outside a playbook, text before
   the first agent and playbooks before the first agent are errors.
 - Right under an agent or playbook header: a `metadata:` block (closed by `---`, or by the end of its
   indented lines), or bare lines whose key is a known metadata key (`public`, `meeting`,
@@ -26,7 +29,8 @@ Reading the markdown
   wherever they stand, and pass through; `<!-- -->` comments just before a header stay with it.
   Comments between list items are the author's notes and are dropped.
 - Section contents are markdown lists (`-`, `*`, `+`, `1.`, `1)`); nesting follows indentation;
-  indented or directly following lines continue an item. Text that is not a list item is an error.
+  indented or directly following lines continue an item. Text that is not a list item is an error, but
+  in `### Triggers`, where a plain line is one trigger (warning PAL022).
 
 Names
 -----
@@ -49,7 +53,8 @@ Triggers and notes
   (`At the beginning`, `When program starts`, `On startup`) is BGN; text about an event, webhook,
   notification or signal, or about a message/email/request being received or arriving, is EVT;
   everything else is a condition, CND. `@playbook(triggers=[...])` strings in Python blocks get the same
-  treatment, rewritten in place as `"T1:CND ..."`.
+  treatment, rewritten in place as `"T1:CND ..."` (`pal_core.triggers.canonical_python`; a lone string `triggers="..."`
+  becomes a list of one, warning PAL023).
 
 Steps
 -----
@@ -67,8 +72,9 @@ order of precedence (step text is kept as written unless said otherwise):
    Without a target it goes to the enclosing condition or loop (to the `If` that heads an if/else
    chain) and reads `JMP 03 to check again`; `step N.M` counts markdown items from 1 at each level;
    `the previous step` is the item before (leaving a condition's body if need be); a step named by
-   its text is the nearest one before the jump, else the first after; a target that cannot be found
-   is an error. `<action> and go back to ...` is the action's step followed by the JMP;
+   the start of its text is the nearest one before the jump, else the first after; when no step
+   starts so, the step whose words match best (warning PAL024; a limit such as `up to 2 times` stays
+   in the JMP's text); a target that cannot be found is an error listing the steps it could mean. `<action> and go back to ...` is the action's step followed by the JMP;
    `<action> and end the conversation` is the action's step followed by `YLD exit`.
 5. `Return ...` -> RET with the rest of the text (not `Return to step ...`).
 6. A Python call `Foo(...)`, `$x = Foo(...)`, `$x:type = Agent.Foo(...)` -> QUE, followed by `YLD call`
@@ -106,8 +112,7 @@ from pathlib import Path
 
 from pal_core.compiler.build import build_program
 from pal_core.compiler.markdown import read_markdown
-from pal_core.compiler.reporter import Reporter
-from pal_core.errors import Diagnostic, PalSyntaxError, Severity
+from pal_core.errors import Diagnostic, PalSyntaxError, Severity, SourceReporter
 from pal_core.gc_pause import paused_cyclic_gc
 from pal_core.ir import Program
 
@@ -125,10 +130,12 @@ def compile_markdown(text: str, *, file: str | None = None, check: bool = True) 
     """
     text = text.removeprefix("\ufeff")
     with paused_cyclic_gc():
-        reporter = Reporter(text, file)
+        reporter = SourceReporter(text, file)
         document = read_markdown(text, reporter)
         program = build_program(document, reporter, file)
         reporter.raise_if_any()
+    if reporter.warnings:
+        program = dataclasses.replace(program, warnings=reporter.sorted_warnings())
     if check:
         from pal_core.validate import validate
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pal_core.codes import BAD_HEADER, BAD_PYTHON, DUPLICATE, TRIGGER_STRING
 from pal_core.compiler.calls import AgentCallees, Callee, CallIndex
-from pal_core.compiler.markdown import MetadataSource, SourceAgent, SourceDocument, SourceItem, SourcePlaybook
+from pal_core.compiler.markdown import SourceAgent, SourceDocument, SourceItem, SourcePlaybook
 from pal_core.compiler.names import (
     PlaybookHeader,
     UnnamableTitle,
@@ -16,17 +17,14 @@ from pal_core.compiler.names import (
     read_playbook_header,
     words_of,
 )
-from pal_core.compiler.phrases import trigger_code
-from pal_core.compiler.python_code import number_python_triggers
-from pal_core.compiler.reporter import BAD_HEADER, BAD_METADATA, BAD_PYTHON, DUPLICATE, Reporter
 from pal_core.compiler.steps import (
     StepContext,
     compile_steps,
     declared_types,
     returned_types,
 )
+from pal_core.errors import SourceReporter
 from pal_core.ir import (
-    EMPTY_METADATA,
     Agent,
     Metadata,
     Note,
@@ -36,8 +34,9 @@ from pal_core.ir import (
     Span,
     Trigger,
 )
-from pal_core.metadata import metadata_from_yaml
+from pal_core.metadata import metadata_of
 from pal_core.python_blocks import python_playbooks
+from pal_core.triggers import canonical_python, trigger_code
 
 
 @dataclass(slots=True, kw_only=True)
@@ -65,7 +64,7 @@ class _AgentPlan:
     """Playbooks whose header is unusable or repeated: only checked for errors."""
 
 
-def build_program(document: SourceDocument, reporter: Reporter, file: str | None) -> Program:
+def build_program(document: SourceDocument, reporter: SourceReporter, file: str | None) -> Program:
     """The Program for a markdown source tree; problems go to `reporter` (the result is then partial)."""
     plans: list[_AgentPlan] = []
     seen_agents: dict[str, int] = {}
@@ -109,7 +108,7 @@ def build_program(document: SourceDocument, reporter: Reporter, file: str | None
 # --- planning (names first: a step may call a playbook defined further down) -------------------------
 
 
-def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan:
+def _plan_agent(source: SourceAgent, reporter: SourceReporter) -> _AgentPlan:
     name: str | None = None
     if not source.line:
         pass  # the stand-in for playbooks written before any agent header; that is already reported
@@ -120,13 +119,23 @@ def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan:
             name = camel_case(source.title)
         except UnnamableTitle as error:
             reporter.error(BAD_HEADER, f"cannot name the agent: {error}", source.line, 3, len(source.title))
-    metadata = _metadata(source.metadata, reporter)
+    metadata = metadata_of(source.metadata, reporter)
     codes: list[str] = []
     python: list[Playbook] = []
     for index, block in enumerate(source.python_blocks):
-        code = number_python_triggers(block.text)
+        canonical = canonical_python(block.text)
+        code = canonical.code
+        for rewrite in canonical.rewrites:
+            if rewrite.lone_string:
+                reporter.warn(
+                    TRIGGER_STRING,
+                    f"triggers={rewrite.text!r} is one string; read as the list {rewrite.written}",
+                    block.line + rewrite.line,
+                    rewrite.column,
+                    len(rewrite.text) + 2,
+                )
         codes.append(code)
-        found, problems = python_playbooks(code, index)
+        found, problems = python_playbooks(code, index, canonical.module)
         for problem in problems:
             reporter.error(BAD_PYTHON, problem.message, block.line + problem.line, problem.column)
         python.extend(found)
@@ -139,7 +148,7 @@ def _plan_agent(source: SourceAgent, reporter: Reporter) -> _AgentPlan:
         header = read_playbook_header(
             playbook_source.title, playbook_source.line, playbook_source.column, reporter
         )
-        playbook_metadata = _metadata(playbook_source.metadata, reporter)
+        playbook_metadata = metadata_of(playbook_source.metadata, reporter)
         if header is None:
             unusable.append(playbook_source)
             continue
@@ -189,26 +198,6 @@ def _infer_returns(source: SourcePlaybook, header: PlaybookHeader) -> str:
     return "Any"
 
 
-def _metadata(source: MetadataSource | None, reporter: Reporter) -> Metadata:
-    if source is None:
-        return EMPTY_METADATA
-    metadata, problems = metadata_from_yaml(source.data)
-    for key, message in problems:
-        leaf = key.split(".")[-1]
-        line, column = _key_position(source, leaf)
-        reporter.error(BAD_METADATA, f"metadata '{key}' {message}", line, column, len(leaf))
-    return metadata
-
-
-def _key_position(source: MetadataSource, key: str) -> tuple[int, int]:
-    for number, text in source.lines:
-        stripped = text.lstrip()
-        for prefix in (f"{key}:", f"- {key}:"):
-            if stripped.startswith(prefix):
-                return number, len(text) - len(stripped) + 1 + (2 if prefix.startswith("- ") else 0)
-    return source.line, 1
-
-
 _STAND_IN = StepContext(
     playbook="", meeting=False, calls=CallIndex(AgentCallees(name="", words=(), playbooks={}), {})
 )
@@ -239,7 +228,7 @@ def _callees(plan: _AgentPlan) -> dict[str, Callee]:
 
 
 def _build_agent(
-    plan: _AgentPlan, name: str, directory: dict[str, AgentCallees], reporter: Reporter
+    plan: _AgentPlan, name: str, directory: dict[str, AgentCallees], reporter: SourceReporter
 ) -> Agent:
     calls = CallIndex(directory[name], {other: agent for other, agent in directory.items() if other != name})
     markdown = tuple(_build_playbook(playbook, calls, reporter) for playbook in plan.playbooks)
@@ -262,7 +251,7 @@ def _build_agent(
 def _build_playbook(
     plan: _PlaybookPlan,
     calls: CallIndex,
-    reporter: Reporter,
+    reporter: SourceReporter,
 ) -> Playbook:
     source = plan.source
     context = StepContext(

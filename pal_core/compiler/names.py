@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pal_core.compiler.reporter import BAD_HEADER, Reporter
+from pal_core.codes import BAD_HEADER
+from pal_core.errors import SourceReporter
 from pal_core.ir import Parameter
-from pal_core.step_text import split_top_level
+from pal_core.step_text import TYPED_VARIABLE_RE, split_top_level
 
-VARIABLE_RE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)(?::([A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?))?")
 """A `$name` or `$name:type` in markdown text."""
 
 _HEADER_RE = re.compile(
@@ -73,7 +73,7 @@ def camel_case(title: str) -> str:
 def words_of(text: str) -> tuple[str, ...]:
     """Lower-case words of natural text, `$variables` left out: `Get fact for $x` -> (get, fact, for)."""
     return tuple(
-        word.lower() for word in _WORD_RE.findall(_APOSTROPHES_RE.sub("", VARIABLE_RE.sub(" ", text)))
+        word.lower() for word in _WORD_RE.findall(_APOSTROPHES_RE.sub("", TYPED_VARIABLE_RE.sub(" ", text)))
     )
 
 
@@ -103,7 +103,9 @@ class PlaybookHeader:
     """The lower-case words of the name, for spotting the playbook named in a step."""
 
 
-def read_playbook_header(text: str, line: int, column: int, reporter: Reporter) -> PlaybookHeader | None:
+def read_playbook_header(
+    text: str, line: int, column: int, reporter: SourceReporter
+) -> PlaybookHeader | None:
     """Read `Name`, `Name($a, $b) -> type` or `Words with $vars`; report and return None when unusable."""
     match = _HEADER_RE.match(text)
     if match is None:
@@ -132,10 +134,10 @@ def read_playbook_header(text: str, line: int, column: int, reporter: Reporter) 
         if parsed is None:
             return None
         parameters.extend(parsed)
-    for variable in VARIABLE_RE.finditer(title):
+    for variable in TYPED_VARIABLE_RE.finditer(title):
         if all(parameter.name != variable.group(1) for parameter in parameters):
             parameters.append(Parameter(name=variable.group(1), type=variable.group(2)))
-    bare = " ".join(VARIABLE_RE.sub(" ", title).split())
+    bare = " ".join(TYPED_VARIABLE_RE.sub(" ", title).split())
     words = list(_WORD_RE.findall(_APOSTROPHES_RE.sub("", bare)))
     while words and words[-1].lower() in _TRAILING_CONNECTORS and len(words) > 1:
         words.pop()
@@ -158,7 +160,7 @@ def read_playbook_header(text: str, line: int, column: int, reporter: Reporter) 
     )
 
 
-def _read_parameters(text: str, line: int, column: int, reporter: Reporter) -> list[Parameter] | None:
+def _read_parameters(text: str, line: int, column: int, reporter: SourceReporter) -> list[Parameter] | None:
     if not text.strip():
         return []
     parameters: list[Parameter] = []
@@ -193,7 +195,7 @@ def playbook_description(header: PlaybookHeader) -> str:
     repeat the name."""
     if " " not in header.title.strip():
         return ""
-    return _sentence(VARIABLE_RE.sub(lambda match: f"${match.group(1)}", header.title))
+    return _sentence(TYPED_VARIABLE_RE.sub(lambda match: f"${match.group(1)}", header.title))
 
 
 def agent_description(title: str, playbook_names: list[str]) -> str:

@@ -9,58 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pal_core.ir import TriggerCode
 from pal_core.step_text import split_top_level
-
-# --- triggers ------------------------------------------------------------------------------------
-
-_EXPLICIT_TRIGGER_RE = re.compile(
-    r"(?:T\d+[ \t]*:[ \t]*)?(?P<code>BGN|CND|EVT)\b[ \t]*:?[ \t]*(?P<text>.*)\Z", re.DOTALL
-)
-_BEGINNING_RES = (
-    re.compile(r"^(?:at|on|upon|in)\s+(?:the\s+)?(?:very\s+)?(?:beginning|start|startup|outset|launch)\b"),
-    re.compile(
-        r"\b(?:program|conversation|session|agent|application|app|execution|run|chat|system)\s+"
-        r"(?:starts|begins|launches|is\s+started|is\s+launched|starts\s+up|start|begin)\b"
-    ),
-    re.compile(r"^(?:the\s+)?(?:beginning|start|startup)\b"),
-    re.compile(r"^(?:on|at|upon)\s+(?:program|session|conversation)\s+start"),
-)
-_EVENT_WORDS = frozenset(
-    {"event", "events", "webhook", "webhooks", "notification", "notifications", "signal", "signals"}
-    | {"callback", "callbacks"}
-)
-_MESSAGE_WORDS = frozenset({"message", "messages", "email", "emails", "request", "requests", "ping"})
-_ARRIVAL_WORDS = frozenset(
-    {
-        "receive",
-        "received",
-        "receives",
-        "receiving",
-        "arrive",
-        "arrives",
-        "arrived",
-        "arrival",
-        "comes",
-        "sends",
-    }
-    | {"sent", "incoming", "gets"}
-)
-
-
-def trigger_code(text: str) -> tuple[str, str]:
-    """The trigger code and the trigger text; an explicit `BGN`/`CND`/`EVT` prefix is honoured and removed."""
-    explicit = _EXPLICIT_TRIGGER_RE.match(text.strip())
-    if explicit is not None and explicit.group("text").strip():
-        return explicit.group("code"), explicit.group("text").strip()
-    lowered = " ".join(text.lower().split())
-    if any(pattern.search(lowered) for pattern in _BEGINNING_RES):
-        return TriggerCode.BGN.value, text.strip()
-    words = set(re.findall(r"[a-z]+", lowered))
-    if words & _EVENT_WORDS or (words & _MESSAGE_WORDS and words & _ARRIVAL_WORDS):
-        return TriggerCode.EVT.value, text.strip()
-    return TriggerCode.CND.value, text.strip()
-
 
 # --- conditions ----------------------------------------------------------------------------------
 
@@ -274,6 +223,108 @@ def jump_target(target: str) -> JumpPhrase:
             cleaned = cleaned[len(prefix) :].strip().strip("\"'`“”")
             break
     return JumpPhrase(kind="text", text=cleaned)
+
+
+# A step named by its words: `Go back to thinking to find issues, up to 2 times` names the step that
+# starts `Think if there is any missing information...`. The words are compared by their stems; the first
+# word counts twice, since authors name a step by how it starts.
+_REFERENCE_BOUND_RE = re.compile(
+    r"[,;(]?\s*(?:up\s+to|at\s+most|no\s+more\s+than|max(?:imum)?(?:\s+of)?)\s+\w+\s+"
+    r"(?:times?|attempts?|tries|rounds?|iterations?)\)?\s*\Z|\s+again\s*\Z",
+    re.IGNORECASE,
+)
+_REFERENCE_STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "and",
+        "or",
+        "if",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "any",
+        "all",
+        "this",
+        "that",
+        "these",
+        "those",
+        "it",
+        "its",
+        "there",
+        "their",
+        "them",
+        "they",
+        "we",
+        "our",
+        "you",
+        "your",
+        "up",
+        "from",
+        "into",
+        "then",
+        "so",
+        "as",
+        "about",
+        "again",
+        "step",
+        "steps",
+    ]
+)
+REFERENCE_THRESHOLD = 2
+"""The least score of a step named by its words: its first word, or two of its words."""
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    # `thinking` -> `think`, `planned` -> `plann` -> `plan`: a doubled last consonant is one.
+    if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+        word = word[:-1]
+    return word
+
+
+def _reference_stems(text: str) -> list[str]:
+    return [
+        _stem(word)
+        for word in re.findall(r"[a-z][a-z0-9_]*", text.lower())
+        if word not in _REFERENCE_STOP_WORDS
+    ]
+
+
+def reference_bound(wanted: str) -> str:
+    """`up to 2 times` from `thinking to find issues, up to 2 times`: a limit the jump's text keeps."""
+    match = _REFERENCE_BOUND_RE.search(wanted.strip().rstrip(".!"))
+    if match is None or "again" in match.group(0).lower():
+        return ""
+    return match.group(0).strip(" ,;()")
+
+
+def reference_score(wanted: str, step_text: str) -> int:
+    """How well `wanted` (the words after `go back to`) names a step: each of its words found among the
+    step's counts one, and its first word starting the step counts two more."""
+    words = _reference_stems(_REFERENCE_BOUND_RE.sub("", wanted.strip().rstrip(".!")))
+    step = _reference_stems(step_text)
+    if not words or not step:
+        return 0
+    known = set(step)
+    score = sum(1 for word in set(words) if word in known)
+    if words[0] == step[0]:
+        score += 2
+    return score
 
 
 def trailing_jump(text: str) -> tuple[str, JumpPhrase] | None:

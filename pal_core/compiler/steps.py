@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from pal_core.codes import BAD_JUMP, BAD_STEP, STEP_BY_WORDS
 from pal_core.compiler import phrases
 from pal_core.compiler.calls import CallIndex
 from pal_core.compiler.markdown import SourceItem
-from pal_core.compiler.names import VARIABLE_RE, words_of
-from pal_core.compiler.reporter import BAD_JUMP, BAD_STEP, Reporter
-from pal_core.ir import ConditionKind, Span, Step
-from pal_core.step_text import is_python_expression, literal_value, parse_condition, parse_statement
+from pal_core.compiler.names import words_of
+from pal_core.errors import SourceReporter
+from pal_core.ir import ConditionKind, Opcode, Span, Step
+from pal_core.step_text import (
+    TYPED_VARIABLE_RE,
+    declared_variables,
+    is_python_expression,
+    literal_value,
+    parse_condition,
+    parse_statement,
+)
 
 _PYTHON_BUILTINS = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 _LOOPS = (ConditionKind.WHILE, ConditionKind.FOR)
@@ -61,13 +69,15 @@ class _PendingJump:
     item: SourceItem
 
 
-def compile_steps(items: list[SourceItem], context: StepContext, reporter: Reporter) -> tuple[Step, ...]:
+def compile_steps(
+    items: list[SourceItem], context: StepContext, reporter: SourceReporter
+) -> tuple[Step, ...]:
     """The numbered PAL steps of a playbook's `### Steps` items."""
     return _StepCompiler(context, reporter).run(items)
 
 
 class _StepCompiler:
-    def __init__(self, context: StepContext, reporter: Reporter) -> None:
+    def __init__(self, context: StepContext, reporter: SourceReporter) -> None:
         self.context = context
         self.reporter = reporter
         # Items are mutable dataclasses (unhashable), so the first draft of each is keyed by id(); the
@@ -87,7 +97,7 @@ class _StepCompiler:
         if not self.top:
             return ()
         if not _transfers_control(self.top[-1], returns_only=True):
-            self.top.append(_Draft(opcode="RET"))
+            self.top.append(_Draft(opcode=Opcode.RET))
         _number(self.top, "")
         for pending in self.pending:
             self.resolve(pending)
@@ -123,7 +133,7 @@ class _StepCompiler:
             text = tail[0]
         jump = phrases.whole_jump(text) if tail is None else None
         if jump is not None:
-            draft = _Draft(opcode="JMP", span=span)
+            draft = _Draft(opcode=Opcode.JMP, span=span)
             self.primary[id(item)] = draft
             self.place_jump(draft, jump, item, enclosing)
             if item.children:
@@ -139,15 +149,15 @@ class _StepCompiler:
         self.primary[id(item)] = main
         main.children = self.compile_items(item.children, enclosing)
         if exit_after is not None:
-            drafts.append(_Draft(opcode="YLD", text="exit", span=span))
+            drafts.append(_Draft(opcode=Opcode.YLD, text="exit", span=span))
         elif tail is not None:
-            follow = _Draft(opcode="JMP", span=span)
+            follow = _Draft(opcode=Opcode.JMP, span=span)
             self.place_jump(follow, tail[1], item, enclosing)
             drafts.append(follow)
-        elif main.opcode == "QUE" and phrases.mentions_try_again(text) and enclosing:
+        elif main.opcode == Opcode.QUE and phrases.mentions_try_again(text) and enclosing:
             # `Ask them to try again` inside a condition: after the answer, check the condition again.
             drafts.append(
-                _Draft(opcode="JMP", span=span, target=_chain_head(enclosing[-1]), suffix=_CHECK_AGAIN)
+                _Draft(opcode=Opcode.JMP, span=span, target=_chain_head(enclosing[-1]), suffix=_CHECK_AGAIN)
             )
         return drafts
 
@@ -160,9 +170,9 @@ class _StepCompiler:
         siblings: list[_Draft],
     ) -> _Draft:
         kind = parse_condition(parts.condition).kind
-        draft = _Draft(opcode="CND", text=parts.condition, span=span, kind=kind)
+        draft = _Draft(opcode=Opcode.CND, text=parts.condition, span=span, kind=kind)
         previous = siblings[-1] if siblings else None
-        if kind in _CHAIN_CONTINUATIONS and previous is not None and previous.opcode == "CND":
+        if kind in _CHAIN_CONTINUATIONS and previous is not None and previous.opcode == Opcode.CND:
             draft.head = _chain_head(previous)
         else:
             draft.head = draft
@@ -179,7 +189,7 @@ class _StepCompiler:
                 body = [action, *item.children]
         draft.children = self.compile_items(body, (*enclosing, draft))
         if kind in _LOOPS and not (draft.children and _transfers_control(draft.children[-1])):
-            draft.children.append(_Draft(opcode="JMP", span=span, target=draft))
+            draft.children.append(_Draft(opcode=Opcode.JMP, span=span, target=draft))
         return draft
 
     # --- one statement -----------------------------------------------------------------------------
@@ -187,51 +197,51 @@ class _StepCompiler:
     def classify(self, text: str, span: Span) -> list[_Draft]:
         """The step for one statement, followed by the yield it needs."""
         if phrases.is_exit(text):
-            return [_Draft(opcode="YLD", text="exit", span=span)]
+            return [_Draft(opcode=Opcode.YLD, text="exit", span=span)]
         if phrases.is_wait_for_user(text):
-            return [_Draft(opcode="YLD", text="user", span=span)]
+            return [_Draft(opcode=Opcode.YLD, text="user", span=span)]
         value = phrases.return_value(text)
         if value is not None:
-            return [_Draft(opcode="RET", text=value, span=span)]
+            return [_Draft(opcode=Opcode.RET, text=value, span=span)]
         call, assignment = parse_statement(text)
         if call is not None:
             if call.name in _PYTHON_BUILTINS:
-                return [_Draft(opcode="EXE", text=text, span=span)]
-            drafts = [_Draft(opcode="QUE", text=text, span=span)]
+                return [_Draft(opcode=Opcode.EXE, text=text, span=span)]
+            drafts = [_Draft(opcode=Opcode.QUE, text=text, span=span)]
             if call.name == "Say" and phrases.asks_for_reply(text):
-                drafts.append(_Draft(opcode="YLD", text=self.reply_target(text), span=span))
+                drafts.append(_Draft(opcode=Opcode.YLD, text=self.reply_target(text), span=span))
             elif call.result is not None or self.returns_value(call.name):
-                drafts.append(_Draft(opcode="YLD", text="call", span=span))
+                drafts.append(_Draft(opcode=Opcode.YLD, text="call", span=span))
             return drafts
         if assignment is not None:
-            return [_Draft(opcode="EXE", text=text, span=span)]
+            return [_Draft(opcode=Opcode.EXE, text=text, span=span)]
         setting = phrases.set_statement(text)
         if setting is not None:
             target, value = setting
             if literal_value(value)[1] or ("$" in value and is_python_expression(value)):
                 text = f"{target} = {value}"
-            return [_Draft(opcode="EXE", text=text, span=span)]
+            return [_Draft(opcode=Opcode.EXE, text=text, span=span)]
         verb = phrases.leading_verb(text)
         if verb in phrases.THINK_VERBS:
-            return [_Draft(opcode="TNK", text=text, span=span)]
+            return [_Draft(opcode=Opcode.TNK, text=text, span=span)]
         step_words = words_of(text)
         callee = self.context.calls.named_playbook(text, step_words, self.context.playbook)
         if callee is not None:
-            drafts = [_Draft(opcode="QUE", text=text, span=span)]
+            drafts = [_Draft(opcode=Opcode.QUE, text=text, span=span)]
             if callee.returns_value is not False:
-                drafts.append(_Draft(opcode="YLD", text="call", span=span))
+                drafts.append(_Draft(opcode=Opcode.YLD, text="call", span=span))
             return drafts
         if verb in phrases.COMMUNICATION_VERBS or phrases.is_question(text):
-            drafts = [_Draft(opcode="QUE", text=text, span=span)]
+            drafts = [_Draft(opcode=Opcode.QUE, text=text, span=span)]
             if phrases.asks_for_reply(text):
-                drafts.append(_Draft(opcode="YLD", text=self.reply_target(text), span=span))
+                drafts.append(_Draft(opcode=Opcode.YLD, text=self.reply_target(text), span=span))
             return drafts
         if verb in phrases.CALL_VERBS:
-            drafts = [_Draft(opcode="QUE", text=text, span=span)]
+            drafts = [_Draft(opcode=Opcode.QUE, text=text, span=span)]
             if self.context.calls.names_other_agent(text, step_words):
-                drafts.append(_Draft(opcode="YLD", text="call", span=span))
+                drafts.append(_Draft(opcode=Opcode.YLD, text="call", span=span))
             return drafts
-        return [_Draft(opcode="EXE", text=text, span=span)]
+        return [_Draft(opcode=Opcode.EXE, text=text, span=span)]
 
     def reply_target(self, text: str) -> str:
         """Who answers a question: the meeting in a meeting playbook (unless the user is named), else
@@ -309,15 +319,12 @@ class _StepCompiler:
         else:
             target = self.find_by_text(phrase.text, item)
             if target is None:
-                self.reporter.error(
-                    BAD_JUMP,
-                    f"no step starts with {phrase.text!r}; "
-                    "name the step by its number, as in 'Go back to step 2'",
-                    item.line,
-                    item.column,
-                    len(item.text.strip()),
-                )
+                target = self.find_by_words(phrase.text, item)
+            if target is None:
                 return
+            bound = phrases.reference_bound(phrase.text)
+            if bound and not pending.draft.suffix:
+                pending.draft.suffix = f" {bound}"
         pending.draft.target = self.primary.get(id(target))
 
     def find_by_text(self, wanted: str, jump_item: SourceItem) -> SourceItem | None:
@@ -341,6 +348,54 @@ class _StepCompiler:
                 after = candidate
         return before or after
 
+    def find_by_words(self, wanted: str, jump_item: SourceItem) -> SourceItem | None:
+        """The step whose words best match `wanted` (`thinking to find issues, up to 2 times` names the
+        step `Think if there is any missing information...`), reported as a warning; None, with an error
+        listing the candidate steps, when no step matches well enough."""
+        candidates = [(path, item) for path, item in self.paths.items() if item is not jump_item]
+        position = {id(item): index for index, item in enumerate(self.order)}
+        jump_at = position.get(id(jump_item), len(self.order))  # an inline jump: after its line
+        scored = [(phrases.reference_score(wanted, item.text), path, item) for path, item in candidates]
+        good = [entry for entry in scored if entry[0] >= phrases.REFERENCE_THRESHOLD]
+        if good:
+            best = max(entry[0] for entry in good)
+            tied = [entry for entry in good if entry[0] == best]
+            # The nearest step before the jump (a jump goes back), else the first one after it.
+            before = [entry for entry in tied if position[id(entry[2])] < jump_at]
+            _, path, target = before[-1] if before else tied[0]
+            self.reporter.warn(
+                STEP_BY_WORDS,
+                f"no step starts with {wanted!r}; read as a jump to step {_markdown_number(path)} "
+                f"({_excerpt(target.text)!r}), the step whose words match best; name the step by its "
+                "number to be sure",
+                jump_item.line,
+                jump_item.column,
+                len(jump_item.text.strip()),
+            )
+            return target
+        ranked = sorted(scored, key=lambda entry: (-entry[0], position[id(entry[2])]))[:5]
+        listed = "; ".join(f"{_markdown_number(path)} {_excerpt(item.text)!r}" for _, path, item in ranked)
+        self.reporter.error(
+            BAD_JUMP,
+            f"no step starts with {wanted!r} or matches its words"
+            + (f"; the steps it could mean: {listed}" if listed else "")
+            + "; name the step by its number, as in 'Go back to step 2'",
+            jump_item.line,
+            jump_item.column,
+            len(jump_item.text.strip()),
+        )
+        return None
+
+
+def _markdown_number(path: tuple[int, ...]) -> str:
+    """A step's number as its author counts it: 1-based per level of the markdown list."""
+    return ".".join(str(part) for part in path)
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
 
 def _comparable(text: str) -> str:
     return " ".join(re.findall(r"[\w$]+", text.lower()))
@@ -352,9 +407,9 @@ def _chain_head(draft: _Draft) -> _Draft:
 
 def _transfers_control(draft: _Draft, *, returns_only: bool = False) -> bool:
     """Whether control never falls through this step: RET, `YLD exit`, or (unless returns_only) JMP."""
-    if draft.opcode == "RET" or (draft.opcode == "YLD" and draft.text == "exit"):
+    if draft.opcode == Opcode.RET or (draft.opcode == Opcode.YLD and draft.text == "exit"):
         return True
-    return not returns_only and draft.opcode == "JMP"
+    return not returns_only and draft.opcode == Opcode.JMP
 
 
 def _number(drafts: list[_Draft], prefix: str) -> None:
@@ -365,11 +420,11 @@ def _number(drafts: list[_Draft], prefix: str) -> None:
 
 def _freeze(draft: _Draft) -> Step:
     text = draft.text
-    if draft.opcode == "JMP" and draft.target is not None:
+    if draft.opcode == Opcode.JMP and draft.target is not None:
         text = f"{draft.target.line}{draft.suffix}"
     return Step(
         line=draft.line,
-        opcode=draft.opcode,
+        opcode=str(draft.opcode),  # the IR holds the code as text, as the parser reads it
         text=text,
         children=tuple(_freeze(child) for child in draft.children),
         span=draft.span,
@@ -401,18 +456,17 @@ def returned_types(items: list[SourceItem], declared: Mapping[str, str | None]) 
 
 def declared_types(items: list[SourceItem]) -> dict[str, str]:
     """`$name:type` declarations written anywhere in the items."""
-    types: dict[str, str] = {}
+    return {name: declared for name, declared in declared_variables(_texts(items)).items() if declared}
+
+
+def _texts(items: list[SourceItem]) -> Iterator[str]:
     for item in items:
-        for match in VARIABLE_RE.finditer(item.text):
-            if match.group(2):
-                types.setdefault(match.group(1), match.group(2))
-        for name, type_ in declared_types(item.children).items():
-            types.setdefault(name, type_)
-    return types
+        yield item.text
+        yield from _texts(item.children)
 
 
 def _value_type(value: str, declared: Mapping[str, str | None]) -> str | None:
-    variable = VARIABLE_RE.fullmatch(value.rstrip("."))
+    variable = TYPED_VARIABLE_RE.fullmatch(value.rstrip("."))
     if variable is not None:
         return variable.group(2) or declared.get(variable.group(1))
     literal, is_literal = literal_value(value)

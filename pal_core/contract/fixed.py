@@ -35,11 +35,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pal_core.builtins import SPEECH_CALLS
+from pal_core.contract.answer_values import literal_value
 from pal_core.contract.model import ReturnAction, VarAction
-from pal_core.contract.values import literal_value
 from pal_core.ir import ArgKind, Call, ConditionKind, Opcode, Step
 from pal_core.pysource import parse_python
-from pal_core.step_text import _VAR_RE, python_source
+from pal_core.step_text import TYPED_VARIABLE_RE, python_source
 
 if TYPE_CHECKING:
     from pal_core.contract.turn import TurnContext
@@ -70,7 +70,7 @@ _ONE_OF = re.compile(r"\bone of \$([A-Za-z_][A-Za-z0-9_]*)")
 def is_expression(text: str) -> bool:
     """Whether `text` is an expression the program computes (not words): it parses, and every name in it is
     a `$variable`, a literal name or one of FUNCTIONS."""
-    written = {match.group(1) for match in _VAR_RE.finditer(text)}
+    written = {match.group(1) for match in TYPED_VARIABLE_RE.finditer(text)}
     try:
         tree = parse_python(python_source(text.strip()), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -140,7 +140,7 @@ def asked_variables(step: Step) -> set[str]:
         return set()
     if computed_assignment(step) or runtime_call(step) is not None:
         return set()
-    names = {match.group(1) for match in _VAR_RE.finditer(step.text) if match.group(2)}
+    names = {match.group(1) for match in TYPED_VARIABLE_RE.finditer(step.text) if match.group(2)}
     if step.assignment is not None:
         names.add(step.assignment.target.name)
     if step.call is not None and step.call.result is not None:

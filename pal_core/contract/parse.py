@@ -30,6 +30,8 @@ import keyword
 import re
 from dataclasses import dataclass, field, replace
 
+from pal_core.contract.answer_values import ASSIGNMENT_TARGET, InlineError, parse_call, parse_value
+from pal_core.contract.dialect import is_list_dialect, to_line_contract
 from pal_core.contract.errors import (
     BAD_ARTIFACT,
     BAD_CALL,
@@ -61,7 +63,6 @@ from pal_core.contract.scan import (
     match_bracket_ignoring_quotes,
     skip_blanks,
 )
-from pal_core.contract.values import ASSIGNMENT_TARGET, InlineError, parse_call, parse_value
 from pal_core.ir import ArgKind, Argument, Call, Span, Variable
 from pal_core.step_text import parse_yield_target
 
@@ -131,6 +132,8 @@ _KEYWORD_LABELS = {"Step": "Step[", "Var": "Var[", "Return": "Return[", "Trigger
 def parse_answer(text: str) -> Answer:
     """Read a model answer. Raises ContractSyntaxError (with line, column and the marked line)."""
     source = text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+    if is_list_dialect(source):
+        source = to_line_contract(source)
     try:
         return _AnswerReader(source).read(raw=text)
     except ContractSyntaxError as error:

@@ -31,8 +31,8 @@ from pal_core.contract.fixed import program_variables
 from pal_core.contract.model import Answer, ReturnAction, StepAction, VarAction, YieldAction
 from pal_core.contract.parse import StrayCallAction
 from pal_core.contract.verify import ContractViolation, Violation
+from pal_core.declared_types import fits_type
 from pal_core.ir import Agent, ArgKind, Call, JsonValue, Playbook, PlaybookKind, YieldKind
-from pal_core.values import fits_type
 
 USER_TARGETS = frozenset({"user", "human", "the user"})
 """How a Say names the user."""

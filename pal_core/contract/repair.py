@@ -18,12 +18,18 @@ rewritten ("repaired: R06 ..."). Codes are stable (docs/contract.md):
   R09 a yld naming an agent or player (`yld for Player1`): `yld meeting` in a meeting, `yld agent X` for an
       agent of the program
   R10 a final yld that a YLD step right after the last written step calls for (only lines that may stay
-      unwritten between them): that YLD step is taken as executed
+      unwritten between them): that YLD step is taken as executed; likewise a `Return[...]` with no yld
+      where the next line that does work is a RET: that RET
   R11 `yld return` after a `YLD call` step that ends the playbook: the step yields, then the playbook returns
   R14 a number, boolean, list or dict set into a variable declared `str`: stored as its text (JSON)
   R15 a Step naming a trigger the answer reports fired (`Step["TooBig:T1"]` after
       `trig? Trigger["TooBig:T1:CND"]`): the trigger restated, not a step
   R13 the call a fired trigger makes, written on the line after `trig?`: attached to the trigger
+  R18 the turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`) with
+      another yld (`yld call` at `YLD for exit`): the step's own yield (not at a conversation step, not
+      `yld meeting` in a meeting, not `yld return`/`exit` after an inline yield: docs/contract.md)
+  R17 a call written on a CND line that is the call of its body's first step, not written (`Step["Main:04:CND"]`
+      `Respond($message)` over `04.01:QUE Respond($message)`): the CND entered, the call moved onto that step
   R12 the last step written bare just before `yld call` although its work is a call the model must write
       (`Step["Main:07:QUE"] yld for call` after firing a trigger): the turn stops before that step (a turn
       that fires a trigger may execute no step: the trigger runs, then execution goes on at that step)
@@ -48,7 +54,7 @@ from pal_core.contract.model import (
 from pal_core.contract.parse import AnswerAction, StrayCallAction
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import END
-from pal_core.ir import ArgKind, Call, Step, YieldKind, YieldTarget
+from pal_core.ir import ArgKind, Call, Opcode, Step, YieldKind, YieldTarget
 from pal_core.step_text import parse_yield_target
 
 
@@ -57,7 +63,7 @@ class Repair:
     """One rewrite applied to an answer before it was verified."""
 
     code: str
-    """`R01`..`R11`."""
+    """`R01`..`R18` (R16 is reserved for the values a program fixes, issue 28)."""
     message: str
     """What was rewritten, in words."""
     answer_line: int | None = None
@@ -105,9 +111,12 @@ class _Repairer:
         actions = self._early_yields(actions)
         actions = self._trigger_calls(actions)
         actions = self._say_before_step(actions)
+        actions = self._call_on_decision(actions)
         actions = self._bare_last_step(actions)
         actions = self._yield_words(actions)
+        actions = self._program_yield(actions)
         actions = self._implied_yield_step(actions)
+        actions = self._implied_return_step(actions)
         actions = self._return_end(actions)
         actions = self._text_values(actions)
         return actions
@@ -243,7 +252,7 @@ class _Repairer:
             # The current line itself, bare, with more steps after it: executing it would need its call and
             # would end the turn, so it can only restate where the previous turn stopped.
             later = [a for a in actions[index + 1 :] if isinstance(a, StepAction) and a.ref.line != current]
-            if step.opcode == "YLD" or step.call is None or not later or step.line in self.flow.until:
+            if step.opcode == Opcode.YLD or step.call is None or not later or step.line in self.flow.until:
                 return actions
         elif current not in self.flow.reachable(step.line):
             return actions
@@ -318,6 +327,53 @@ class _Repairer:
         result.extend(waiting)  # no step follows them: the verifier reports them
         return result
 
+    # --- R17 -------------------------------------------------------------------------------------
+
+    def _call_on_decision(self, actions: list[AnswerAction]) -> list[AnswerAction]:
+        """`Step["Main:04:CND"]` `Respond($message)` where step 04's body starts with `04.01:QUE
+        Respond($message)`, not written: the call is that step's work, written on its condition's line.
+        The condition is taken as entered and the call moved onto its first step."""
+        written = {action.ref.line for action in actions if isinstance(action, StepAction)}
+        result: list[AnswerAction] = []
+        for action in actions:
+            result.append(action)
+            if not isinstance(action, StepAction) or not action.calls:
+                continue
+            step = self._own_step(action)
+            if (
+                step is None
+                or step.opcode != Opcode.CND
+                or not step.children
+                or cnd_outcome(action.note) is False
+            ):
+                continue
+            first = step.children[0]
+            declared = first.call
+            if first.line in written or first.opcode not in (Opcode.QUE, Opcode.EXE) or declared is None:
+                continue
+            # Only a call a CND may not make: a Say is allowed on any line, so a Say on a CND followed by
+            # its body's first step left out cannot be told from that step skipped (the mutant benchmark
+            # shows it: a skipped-step mutant got through).
+            if declared.name in SPEECH_CALLS or any(call.name != declared.name for call in action.calls):
+                continue
+            self.note(
+                "R17",
+                f"the call on CND {step.line} is the work of {first.line}, the first step of its body: moved onto it",
+                action,
+            )
+            result[-1] = replace(action, calls=())
+            result.append(
+                StepAction(ref=self.context.step_ref(first.line), calls=action.calls, span=action.span)
+            )
+        return result
+
+    def _own_step(self, action: StepAction) -> Step | None:
+        """The running playbook's step an action names, when its code is right."""
+        if action.ref.playbook != self.context.playbook.name:
+            return None
+        step = self.flow.by_line.get(action.ref.line)
+        return step if step is not None and step.opcode == action.ref.code else None
+
     # --- R12 -------------------------------------------------------------------------------------
 
     def _bare_last_step(self, actions: list[AnswerAction]) -> list[AnswerAction]:
@@ -340,7 +396,12 @@ class _Repairer:
         step = (
             self.flow.by_line.get(last.ref.line) if last.ref.playbook == self.context.playbook.name else None
         )
-        if step is None or step.opcode != last.ref.code or last.calls or step.opcode not in ("QUE", "EXE"):
+        if (
+            step is None
+            or step.opcode != last.ref.code
+            or last.calls
+            or step.opcode not in (Opcode.QUE, Opcode.EXE)
+        ):
             return actions
         declared = step.call
         if declared is None or not (declared.name in SPEECH_CALLS or declared.natural):
@@ -402,7 +463,7 @@ class _Repairer:
 
     def _finished(self, last: Step) -> YieldTarget | None:
         """What `yld finished` means after `last`: its own ending yield, or return where the playbook ends."""
-        if last.opcode == "RET":
+        if last.opcode == Opcode.RET:
             return YieldTarget(kind=YieldKind.RETURN)
         target = last.yield_target
         if target is not None and target.kind in (YieldKind.EXIT, YieldKind.RETURN):
@@ -422,9 +483,9 @@ class _Repairer:
         assert isinstance(final, YieldAction)
         kind = final.target.kind
         own = last.yield_target
-        if kind in (YieldKind.CALL, YieldKind.UNKNOWN, YieldKind.RETURN) or last.opcode == "RET":
+        if kind in (YieldKind.CALL, YieldKind.UNKNOWN, YieldKind.RETURN) or last.opcode == Opcode.RET:
             return actions
-        if last.opcode == "YLD" and (own is None or own.kind is not YieldKind.CALL):
+        if last.opcode == Opcode.YLD and (own is None or own.kind is not YieldKind.CALL):
             return actions
         if own is not None and (own.kind is kind or own.kind is not YieldKind.CALL):
             return actions
@@ -432,7 +493,7 @@ class _Repairer:
             return actions  # yld meeting is offered after any step of a meeting
         for line, _implied in self.flow.reachable(last.line).items():
             step = self.flow.by_line.get(line)
-            if step is None or step.opcode != "YLD" or step.yield_target is None:
+            if step is None or step.opcode != Opcode.YLD or step.yield_target is None:
                 continue
             if step.yield_target.kind is kind:
                 self.note(
@@ -444,6 +505,87 @@ class _Repairer:
                 return [*actions[:final_index], implied, *actions[final_index:]]
         return actions
 
+    def _implied_return_step(self, actions: list[AnswerAction]) -> list[AnswerAction]:
+        """`Return[...]` with no yld, and the next line that does work after the last written step is a RET
+        (`01:QUE Say(...)` then `02:RET`): that RET is what the answer did, taken as executed (then R07
+        adds `yld return`)."""
+        if _final_yield(actions) is not None:
+            return actions
+        returned = [action for action in actions if isinstance(action, ReturnAction)]
+        last = _last_step(actions, self.context)
+        if not returned or last is None or last.opcode == Opcode.RET or END in self.flow.reachable(last.line):
+            return actions
+        ahead = [
+            line
+            for line in self.flow.reachable(last.line)
+            if line != END and (step := self.flow.by_line.get(line)) is not None and step.opcode == Opcode.RET
+        ]
+        if len(ahead) != 1:
+            return actions
+        self.note(
+            "R10", f"`Return[...]` is the work of RET {ahead[0]}; that step taken as executed", returned[0]
+        )
+        implied = StepAction(ref=self.context.step_ref(ahead[0]), span=returned[0].span)
+        index = actions.index(returned[0])
+        return [*actions[:index], implied, *actions[index:]]
+
+    # --- R18 -------------------------------------------------------------------------------------
+
+    def _program_yield(self, actions: list[AnswerAction]) -> list[AnswerAction]:
+        """The turn ends at a step whose yield the program fixes (a YLD, a RET, an inline `; YLD for ...`)
+        with another yld (`Step["Main:04:YLD"] yld call` at `04:YLD for exit`): the step's own yield. The
+        model executed that step; what the step does is the program's, not the answer's."""
+        final_index = _final_yield(actions)
+        last = _last_step(actions, self.context)
+        if final_index is None or last is None:
+            return actions
+        final = actions[final_index]
+        assert isinstance(final, YieldAction)
+        kind = final.target.kind
+        if kind is YieldKind.UNKNOWN:
+            return actions
+        if last.opcode == Opcode.RET:
+            # `yld call` after RET is R07's; `yld return` is right.
+            if kind in (YieldKind.RETURN, YieldKind.CALL):
+                return actions
+            target = YieldTarget(kind=YieldKind.RETURN)
+        elif last.yield_target is not None and (
+            last.opcode == Opcode.YLD or kind not in (YieldKind.RETURN, YieldKind.EXIT)
+        ):
+            # An inline yield (`03:QUE Say(...); YLD for call`) is the program's too, but `yld return` or
+            # `yld exit` there says a RET or YLD exit after it was passed unwritten: skipped-step mutants
+            # (a RET's lines removed) end that way, so those stay the answer's to get right (V05).
+            own = last.yield_target
+            if own.kind is kind and own.name == final.target.name:
+                return actions
+            if own.kind is kind and own.kind is not YieldKind.AGENT:
+                return actions
+            if (
+                kind is YieldKind.RETURN
+                and own.kind is YieldKind.CALL
+                and self.flow.successors(last.line) == {END}
+            ):
+                return actions  # R11: it yields, then the playbook returns
+            if (
+                kind is YieldKind.MEETING
+                and self.context.in_meeting
+                and (own.kind is YieldKind.USER or (own.kind is YieldKind.CALL and last.opcode != Opcode.YLD))
+            ):
+                return actions  # in a meeting the others answer for the user, and waiting runs the calls
+            if last.line in self.flow.until:
+                return actions  # a conversation step's yield is its own to skip when the step is done
+            target = own
+        else:
+            return actions
+        self.note(
+            "R18",
+            f"`yld {_said(final.target)}` at step {last.line} ({last.opcode}"
+            + (f" for {_said(last.yield_target)}" if last.opcode == Opcode.YLD and last.yield_target else "")
+            + f"), whose yield the program fixes: read as `yld {_said(target)}`",
+            final,
+        )
+        return [*actions[:final_index], replace(final, target=target), *actions[final_index + 1 :]]
+
     # --- R06, R07, R11 ---------------------------------------------------------------------------
 
     def _return_end(self, actions: list[AnswerAction]) -> list[AnswerAction]:
@@ -452,7 +594,7 @@ class _Repairer:
             return actions
         final_index = _final_yield(actions)
         final = actions[final_index] if final_index is not None else None
-        returns = last.opcode == "RET" or (
+        returns = last.opcode == Opcode.RET or (
             isinstance(final, YieldAction)
             and final.target.kind is YieldKind.RETURN
             and last.yield_target is not None
@@ -471,10 +613,14 @@ class _Repairer:
             result.append(YieldAction(target=YieldTarget(kind=YieldKind.RETURN), span=None))
             self.note("R07", "`Return[...]` where the playbook ends, without a final yld: `yld return` added")
             final_index = len(result) - 1
-        if isinstance(final, YieldAction) and final.target.kind is YieldKind.CALL and last.opcode == "RET":
+        if (
+            isinstance(final, YieldAction)
+            and final.target.kind is YieldKind.CALL
+            and last.opcode == Opcode.RET
+        ):
             result[final_index] = replace(final, target=YieldTarget(kind=YieldKind.RETURN))  # type: ignore[index]
             self.note("R07", f"`yld call` after RET at {last.line} read as `yld return`", final)
-        if last.opcode != "RET":
+        if last.opcode != Opcode.RET:
             self.note(
                 "R11",
                 f"`yld return` after step {last.line} (YLD call, the playbook's end): it yields, then returns",
@@ -490,14 +636,14 @@ class _Repairer:
                 actions[at - 1] if at else None,
             )
             final_index = at + 1 if final_index is not None else None
-        if final_index is None and last.opcode == "RET" and not returned_at_end:
+        if final_index is None and last.opcode == Opcode.RET and not returned_at_end:
             result.append(YieldAction(target=YieldTarget(kind=YieldKind.RETURN), span=None))
             self.note("R07", f"RET at {last.line} without a final yld: `yld return` added", None)
         return result
 
 
 def _ends_turn(step: Step) -> bool:
-    return step.opcode in ("YLD", "RET") or step.yield_target is not None
+    return step.opcode in (Opcode.YLD, Opcode.RET) or step.yield_target is not None
 
 
 def _after_step(result: list[AnswerAction]) -> bool:

@@ -17,7 +17,7 @@ from pal_core.contract.fixed import Evaluate, program_variables
 from pal_core.contract.model import StepRef
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import Agent, JsonValue, Playbook, PlaybookKind, Program
-from pal_core.step_text import _VAR_RE
+from pal_core.step_text import declared_variables
 
 
 class CalleeKind(StrEnum):
@@ -244,13 +244,9 @@ def agent_variables(agent: Agent) -> dict[str, str | None]:
     for playbook in agent.playbooks:
         for parameter in playbook.parameters:
             note(parameter.name, parameter.type)
-        for step in playbook.all_steps():
-            if step.call is not None and step.call.result is not None:
-                note(step.call.result.name, step.call.result.type)
-            if step.assignment is not None:
-                note(step.assignment.target.name, step.assignment.target.type)
-            for match in _VAR_RE.finditer(step.text):
-                note(match.group(1), match.group(2))
+        # Call results and assignments are written in the step text (`$x:int = Count()`): one collector.
+        for name, declared in declared_variables(step.text for step in playbook.all_steps()).items():
+            note(name, declared)
     return found
 
 

@@ -53,12 +53,12 @@ from pal_core.contract.model import (
 from pal_core.contract.parse import StrayCallAction, parse_answer
 from pal_core.contract.repair import Repair, cnd_outcome, repair
 from pal_core.contract.turn import TurnContext
+from pal_core.declared_types import fits_type
 from pal_core.errors import PalError
 from pal_core.flow import END, PlaybookFlow
 from pal_core.ir import ArgKind, Call, Step, YieldKind
 from pal_core.pysource import parse_python
 from pal_core.step_text import python_source
-from pal_core.values import fits_type
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CONDITIONAL = re.compile(
@@ -410,6 +410,7 @@ class _Checker:
                 declared is not None
                 and call.name != declared.name
                 and not (call.name in SPEECH_CALLS and declared.name in SPEECH_CALLS)
+                and not self._spoken_for_unknown(declared, call)
             ):
                 self.add(
                     "V10",
@@ -442,6 +443,13 @@ class _Checker:
         if with_approvals:
             return tuple(calls), tuple(approvals)
         return tuple(calls)
+
+    def _spoken_for_unknown(self, declared: Call, call: Call) -> bool:
+        """`01:QUE $name = Ask(the user for their name)` names a call that nothing answers (no playbook,
+        no builtin, no remote tool): it cannot run as written, in this runtime or the original, so the
+        step is natural language. Saying it (a Say, then the step's yield) is how it is done; any other
+        call stays the step's business (V10)."""
+        return call.name in SPEECH_CALLS and self.context.callee(declared.name) is None
 
     def _check_speech(self, executed: ExecutedStep) -> None:
         """A step whose work is to say something must say it: `03:QUE Say(user, Greet the user)` executed

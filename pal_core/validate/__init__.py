@@ -14,7 +14,7 @@ from pal_core.ir import Program
 from pal_core.parser import parse
 from pal_core.validate.builtin_playbooks import BUILTIN_PLAYBOOKS, PYTHON_BUILTIN_FUNCTIONS, is_builtin
 from pal_core.validate.program import EXECUTION_MODES, STARTUP_MODES, check_program, is_identifier
-from pal_core.validate.report import Reporter
+from pal_core.validate.report import FindingReporter
 from pal_core.validate.rules import RULES, Rule
 
 __all__ = [
@@ -35,12 +35,19 @@ def validate(program: Program, *, source_text: str | None = None) -> list[Diagno
     """Every problem the validator finds in `program`, sorted by line, column and code.
 
     Positions come from the nodes' spans and the file from `program.source`; with `source_text` (the
-    text the program was parsed from) each diagnostic also carries its source line for display.
+    text the program was parsed from) each diagnostic also carries its source line for display. The
+    warnings of reading (`program.warnings`: loose forms read as canonical ones) come with them.
     """
     with paused_cyclic_gc():
-        report = Reporter(program.source, source_text)
+        report = FindingReporter(program.source, source_text)
         check_program(program, report)
-        return report.sorted()
+        findings = report.sorted()
+    if not program.warnings:
+        return findings
+    return sorted(
+        [*program.warnings, *findings],
+        key=lambda item: (item.line, item.column, item.code, item.message, item.length),
+    )
 
 
 def validate_text(text: str, file: str | None = None) -> list[Diagnostic]:

@@ -21,7 +21,7 @@ from pal_core.ir import (
 from pal_core.remote_names import pal_name
 from pal_core.validate import rules
 from pal_core.validate.builtin_playbooks import is_builtin
-from pal_core.validate.report import Location, PythonDecorator, PythonDef, Reporter
+from pal_core.validate.report import FindingReporter, Location, PythonDecorator, PythonDef
 from pal_core.validate.steps import check_steps
 
 EXECUTION_MODES = ("playbook", "react", "raw")
@@ -44,7 +44,7 @@ def is_identifier(name: str) -> bool:
     return name.isidentifier() and not keyword.iskeyword(name)
 
 
-def check_program(program: Program, report: Reporter) -> None:
+def check_program(program: Program, report: FindingReporter) -> None:
     """Report every problem of `program` above the level of single steps, and run the step checks."""
     if not program.agents:
         report.add(
@@ -84,7 +84,7 @@ class _AgentChecker:
         agent: Agent,
         agents: dict[str, Agent],
         playbooks_of: dict[str, dict[str, Playbook]],
-        report: Reporter,
+        report: FindingReporter,
     ) -> None:
         self.agent = agent
         self.agents = agents
@@ -364,7 +364,7 @@ def _check_numbered(
     duplicate: rules.Rule,
     playbook: str,
     fallback: Location,
-    report: Reporter,
+    report: FindingReporter,
 ) -> None:
     """Ids must read `T1, T2, ...` (or `N1, ...`): unique, in order, without gaps."""
     seen: set[str] = set()

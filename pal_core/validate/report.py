@@ -41,7 +41,7 @@ Location = Span | PythonDef | PythonDecorator | None
 """Where a finding is: a span, a Python playbook to be looked up, or unknown (line 0)."""
 
 
-class Reporter:
+class FindingReporter:
     """Collects the findings of one validation run and hands them out sorted."""
 
     __slots__ = ("_defs", "_file", "_findings", "_lines", "_source_text")

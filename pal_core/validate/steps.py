@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import re
 
-from pal_core.ir import OPCODES, ConditionKind, Playbook, Step, YieldKind
+from pal_core.ir import OPCODES, ConditionKind, Opcode, Playbook, Step, YieldKind
 from pal_core.validate import rules
-from pal_core.validate.report import Location, Reporter
+from pal_core.validate.report import FindingReporter, Location
 
 # Every level two digits or more, from 01: `03`, `03.01`, `100`; never `3`, `003` or `00`.
 _NUMBER_RE = re.compile(r"(?:0[1-9]|[1-9]\d+)(?:\.(?:0[1-9]|[1-9]\d+))*\Z")
 _OPCODE_LIST = ", ".join(sorted(OPCODES))
 _ALTERNATIVES = frozenset({ConditionKind.OTHERWISE, ConditionKind.ELSE_IF})
-_LEAVES_BLOCK = frozenset({"RET", "JMP"})
+_LEAVES_BLOCK = frozenset({Opcode.RET, Opcode.JMP})
 
 
-def check_steps(playbook: Playbook, report: Reporter, fallback: Location) -> list[Step]:
+def check_steps(playbook: Playbook, report: FindingReporter, fallback: Location) -> list[Step]:
     """Report the step problems of `playbook`; return its steps that contain a call, in program order.
 
     `fallback` locates steps that carry no span of their own.
@@ -48,7 +48,7 @@ def format_number(path: tuple[int, ...]) -> str:
 class _StepChecker:
     __slots__ = ("calls", "claimed", "fallback", "first_by_line", "jump_targets", "playbook", "report")
 
-    def __init__(self, playbook: Playbook, report: Reporter, fallback: Location) -> None:
+    def __init__(self, playbook: Playbook, report: FindingReporter, fallback: Location) -> None:
         self.playbook = playbook
         self.report = report
         self.fallback = fallback
@@ -215,7 +215,7 @@ class _StepChecker:
                 span,
                 token=opcode,
             )
-        elif opcode == "CND":
+        elif opcode == Opcode.CND:
             self.check_condition(step, previous, span)
         elif step.children:
             self.report.add(
@@ -224,7 +224,7 @@ class _StepChecker:
                 f"{step.line} a CND or move its sub-steps out",
                 span,
             )
-        if opcode == "JMP":
+        if opcode == Opcode.JMP:
             self.check_jump(step, span)
         target = step.yield_target
         if target is not None and target.kind is YieldKind.UNKNOWN:
@@ -254,7 +254,7 @@ class _StepChecker:
         if (
             condition is not None
             and condition.kind in _ALTERNATIVES
-            and (previous is None or previous.opcode != "CND")
+            and (previous is None or previous.opcode != Opcode.CND)
         ):
             word = step.text.split(None, 1)[0] if step.text.strip() else "Otherwise"
             self.report.add(

@@ -14,19 +14,19 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from runtime.commands.budgets import add_budget_arguments
-from runtime.commands.options import count, seconds
+from runtime.commands.budgets import add_budget_arguments, budget_limits
+from runtime.commands.options import count, duration, seconds, thread_id
+from runtime.commands.stores import add_store_arguments, error_text, open_command_store
 
 STATUSES = ("running", "waiting_for_user", "finished", "failed", "interrupted")
 
 
+PRUNED_BY_DEFAULT = ("finished", "failed")
+"""The statuses `pal threads prune` deletes when no --status is given."""
+
+
 def _add_store(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        metavar="URL",
-        help="sqlite:///runs.db, postgresql://..., memory:// (default: $PAL_STORE, else the default "
-        "SQLite file; docs/durability.md)",
-    )
+    add_store_arguments(parser, creates=False)
 
 
 def _add_threads(parser: argparse.ArgumentParser) -> None:
@@ -36,10 +36,35 @@ def _add_threads(parser: argparse.ArgumentParser) -> None:
         "--limit", type=count, default=50, metavar="N", help="at most N threads, latest first (default 50)"
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per thread")
+    actions = parser.add_subparsers(dest="threads_action", metavar="ACTION")
+    prune = actions.add_parser(
+        "prune",
+        help="delete threads by status and age",
+        description="Delete the threads (with their logs and snapshots) whose status is one of --status and "
+        "that nothing has written to for longer than --older-than. A thread forked from one keeps its copy.",
+    )
+    prune.add_argument(
+        "--older-than",
+        type=duration,
+        required=True,
+        metavar="AGE",
+        help="only threads last written longer ago than this: 30d, 12h, 15m, 90s",
+    )
+    prune.add_argument(
+        "--status",
+        dest="prune_status",
+        choices=STATUSES,
+        action="append",
+        help=f"only threads with this status (repeatable; default: {', '.join(PRUNED_BY_DEFAULT)}); "
+        "`waiting_for_user` removes waits nobody answered, `running` threads a dead process left",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
+    # Given before or after `prune`: the sub-command's default must not hide the one given before it.
+    prune.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help="as for `pal threads`")
 
 
 def _add_history(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("thread", metavar="THREAD", help="the thread's id")
+    parser.add_argument("thread", metavar="THREAD", type=thread_id, help="the thread's id")
     _add_store(parser)
     parser.add_argument(
         "--all",
@@ -52,18 +77,18 @@ def _add_history(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_fork(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("thread", metavar="THREAD", help="the thread to fork")
+    parser.add_argument("thread", metavar="THREAD", type=thread_id, help="the thread to fork")
     parser.add_argument(
         "--at", type=count, required=True, metavar="N", help="the new thread starts with entries 1..N"
     )
     parser.add_argument(
-        "--thread", dest="new_thread", metavar="ID", help="the new thread's id (default: new)"
+        "--thread", dest="new_thread", metavar="ID", type=thread_id, help="the new thread's id (default: new)"
     )
     _add_store(parser)
 
 
 def _add_resume(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("thread", metavar="THREAD", help="the thread to continue")
+    parser.add_argument("thread", metavar="THREAD", type=thread_id, help="the thread to continue")
     _add_store(parser)
     parser.add_argument(
         "--message",
@@ -109,18 +134,16 @@ def _handler(work: Callable[[Any, argparse.Namespace], Any]) -> Callable[[argpar
 
 async def _with_store(work: Callable[[Any, argparse.Namespace], Any], args: argparse.Namespace) -> int:
     from pal_core.errors import PalError
-    from runtime.commands.run import _default_store, _message
-    from runtime.session import opened_store
 
     try:
-        store, _ = await opened_store(args.store or _default_store())
+        store = await open_command_store(getattr(args, "store", None), writes=False)
     except (PalError, OSError, ValueError) as error:
-        print(_message(error), file=sys.stderr)
+        print(error_text(error), file=sys.stderr)
         return 2
     try:
         return int(await work(store, args))
     except PalError as error:
-        print(_message(error), file=sys.stderr)
+        print(error_text(error), file=sys.stderr)
         return 2
     finally:
         await store.close()
@@ -128,6 +151,9 @@ async def _with_store(work: Callable[[Any, argparse.Namespace], Any], args: argp
 
 async def _threads(store: Any, args: argparse.Namespace) -> int:
     from runtime.session import thread_kind
+
+    if args.threads_action == "prune":
+        return await _prune(store, args)
 
     threads = await store.list_threads(status=args.status, limit=args.limit)
     if args.json:
@@ -222,11 +248,32 @@ async def _fork(store: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _prune(store: Any, args: argparse.Namespace) -> int:
+    """Delete the threads of the chosen statuses that nothing wrote to for longer than --older-than."""
+    from datetime import UTC, datetime, timedelta
+
+    statuses = args.prune_status or list(PRUNED_BY_DEFAULT)
+    cutoff = datetime.now(UTC) - timedelta(seconds=args.older_than)
+    doomed = await store.list_threads(status=statuses, updated_before=cutoff)
+    for thread in doomed:
+        if not args.dry_run:
+            await store.delete_thread(thread.id)
+        print(f"{thread.id}\t{thread.status.value}\t{thread.updated.strftime('%Y-%m-%d %H:%M:%S')}")
+    done = "would delete" if args.dry_run else "deleted"
+    print(
+        f"{done} {len(doomed)} thread(s) ({', '.join(statuses)}; last written before "
+        f"{cutoff.strftime('%Y-%m-%d %H:%M:%S')} UTC) in {store.url}",
+        file=sys.stderr,
+    )
+    return 0
+
+
 async def _resume(store: Any, args: argparse.Namespace) -> int:
     """Continue the thread as `pal run <its program> --thread T` does (the same code runs it)."""
     from pathlib import Path
 
-    from runtime.commands.run import _run
+    from runtime.commands.run import RunRequest, run
+    from runtime.program_run import RunLimits
     from runtime.session import ThreadStateError, answer_thread, thread_kind
     from runtime.store import ThreadStatus
 
@@ -239,24 +286,48 @@ async def _resume(store: Any, args: argparse.Namespace) -> int:
     messages = list(args.message)
     if messages and thread.status is ThreadStatus.WAITING_FOR_USER:
         await answer_thread(store, thread.id, messages.pop(0))  # committed first: durable from here on
-    run_args = argparse.Namespace(**vars(args))
-    run_args.program = thread.program.path
-    run_args.message = messages
-    run_args.input = None
-    run_args.playbook = None
+    playbook, arguments = None, None
     if thread_kind(thread) == "calls":
         unfinished = await _unfinished_call(store, thread.id)
         if unfinished is None:
+            last = await _last_call(store, thread.id)
+            if last is not None and "error" in last.payload:
+                raise ThreadStateError(
+                    f"thread {thread.id!r}: its last call failed and was rolled back ({last.payload['error']}); "
+                    f"make it again with `pal run {thread.program.path} --thread {thread.id} --input JSON`"
+                )
             raise ThreadStateError(
                 f"thread {thread.id!r}: its last call finished; make a new one with `pal run "
                 f"{thread.program.path} --thread {thread.id} --input JSON`"
             )
-        run_args.playbook, arguments = unfinished
-        from runtime.schema import json_value
-
-        run_args.input = json.dumps(json_value(arguments))
+        playbook, arguments = unfinished
+    request = RunRequest(
+        program=thread.program.path,
+        limits=RunLimits(
+            max_model_calls=args.max_model_calls,
+            max_retries=args.retries,
+            model_timeout=args.timeout,
+            seed=args.seed,
+            **budget_limits(args),
+        ),
+        messages=messages,
+        no_input=args.no_input,
+        thread=thread.id,
+        store=args.store,
+        model=args.model,
+        playbook=playbook,
+        arguments=arguments,
+        trace=args.trace,
+        quiet=args.quiet,
+    )
     await store.close()  # the run opens the store again, as `pal run` does
-    return await _run(run_args)
+    return await run(request)
+
+
+async def _last_call(store: Any, thread_id: str) -> Any:
+    """The `result` entry of the thread's last call, if any."""
+    entries = await store.read_entries(thread_id)
+    return next((entry for entry in reversed(entries) if entry.kind == "result"), None)
 
 
 async def _unfinished_call(store: Any, thread_id: str) -> tuple[str, dict[str, Any]] | None:

@@ -23,6 +23,7 @@ from pal_core.contract.fixed import choice_list
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import EdgeKind
 from pal_core.ir import ArgKind, Call, JsonValue, Opcode, Step
+from pal_core.step_text import TYPED_VARIABLE_RE
 from runtime.local.turn_plan import (
     SPEECH,
     TurnLimits,
@@ -54,7 +55,6 @@ def stand_in(kind: ValueKind, what: str) -> JsonValue:
     return f"<{words}>"
 
 
-_TYPED_VARIABLE = re.compile(r"\$([A-Za-z_]\w*)(?::[A-Za-z_]\w*(?:\[[^\]\n]*\])?)?")
 _NOT_IN_STRINGS = re.compile(r'["\\`\x00-\x1f]')
 _NOT_IN_NOTES = re.compile(r"[`\[\]\x00-\x1f]")
 _PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,8})?")
@@ -341,7 +341,7 @@ class _ExampleWriter:
     def _message(self, instruction: str) -> str:
         """A Say message for the example: what an agent following the instruction would say (the small
         model copies example messages, so an instruction copied verbatim would teach it to echo)."""
-        message = _TYPED_VARIABLE.sub(lambda found: found.group(1).replace("_", " "), instruction).strip()
+        message = TYPED_VARIABLE_RE.sub(lambda found: found.group(1).replace("_", " "), instruction).strip()
         return _clip_string(utterance(message) or "Hello!", self.limits.say_chars)
 
 

@@ -226,6 +226,12 @@ class ReplayModel(Model):
         """The inner model's: the requests recorded are the ones it was asked (None without one)."""
         return self.inner.turn_shaping() if self.inner is not None else None
 
+    def resume_thread(self, answered: int) -> None:
+        """A durable run resumes a thread whose log holds `answered` answers: the inner model (which
+        `record` asks every time) goes on where the thread left off, as a scripted one does on its own."""
+        if self.inner is not None:
+            self.inner.resume_thread(answered)
+
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """The recorded answer to `request`, or the inner model's answer, recorded."""
         prompt_hash = request.prompt_hash()

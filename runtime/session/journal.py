@@ -31,10 +31,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.model import ReturnAction, VarAction
 from pal_core.contract.verify import ExecutedStep, VerifiedTurn
 from pal_core.ir import Playbook, PlaybookKind
-from pal_core.values import SPEECH_CALLS
 from runtime.errors import PlaybookFailed, RunError
 from runtime.models.base import ModelRequest, ModelResponse, RequestKind, Usage
 from runtime.python_api import CallInProgress, current_call
@@ -43,6 +43,7 @@ from runtime.store import AppendConflict, Entry, NewEntry, Store, StoreError, Th
 from runtime.store.records import EntryKind
 
 from . import codec
+from .prompt_log import PromptLog
 
 if TYPE_CHECKING:
     from pal_core.messaging import Message
@@ -136,6 +137,10 @@ class Journal:
         """Model answers the log held when it was loaded (what a scripted model has already given)."""
         self.turns = 0
         """Accepted model turns (replayed or live)."""
+        self.tokens = {"prompt": 0, "completion": 0}
+        """Tokens of the model answers committed in the thread (replayed or live), as the models counted them."""
+        self.prompts = PromptLog()
+        """The shared prompt parts the log holds, so a turn stores only the part of its prompt that is new."""
         self.transcript: list[dict[str, str]] = []
         """What the user saw and said, in order: `{"from": ..., "text": ...}`."""
         self.status = ThreadStatus.RUNNING.value
@@ -150,6 +155,7 @@ class Journal:
         self._frozen: str | None = None
         self._failure: BaseException | None = None
         for entry in entries:
+            self.prompts.note(entry)
             place = stream_of(entry)
             if place is None:
                 continue
@@ -208,11 +214,19 @@ class Journal:
         return len(self._queues.get((label, stream), ()))
 
     def skip(self, first: int, last: int) -> None:
-        """Drop the entries numbered `first` to `last` from the replay (a call that failed: rolled back)."""
+        """Drop the entries numbered `first` to `last` from the replay (a call that failed: rolled back).
+        Its Python and remote calls still count, so the calls after it get keys of their own."""
         for key, queue in self._queues.items():
             kept = deque(entry for entry in queue if not first <= entry.number <= last)
-            self.unreplayed -= len(queue) - len(kept)
+            skipped = len(queue) - len(kept)
+            self.unreplayed -= skipped
             self._queues[key] = kept
+            if key[1] == "call" and skipped:
+                self._counts[key] = self._counts.get(key, 0) + skipped
+
+    def _more_of(self, label: str) -> bool:
+        """Whether the log still holds anything the agent did (in any of its streams)."""
+        return any(queue for (owner, _), queue in self._queues.items() if owner == label)
 
     def unanswered_wait(self) -> str | None:
         """The agent whose wait for the user the log leaves unanswered (the thread waits for it), or None."""
@@ -317,6 +331,7 @@ class Journal:
             "transcript": list(self.transcript),
             "answers": self.answers,
             "turns": self.turns,
+            "tokens": dict(self.tokens),
             "result": self.result,
         }
 
@@ -338,6 +353,7 @@ class Journal:
         if request.kind is RequestKind.TURN:
             self._replayed_answer[label] = entry
         tokens = payload.get("tokens") or {}
+        self._count_tokens(int(tokens.get("prompt", 0)), int(tokens.get("completion", 0)))
         return ModelResponse(
             text=str(payload["answer"]),
             model=str(payload.get("model", "replay")),
@@ -384,18 +400,28 @@ class Journal:
                 "completion": response.usage.completion_tokens,
             },
         }
+        prompt = self.prompts.record(request.messages, key=PromptLog.key(label, payload["playbook"]))
+        payload["prompt"] = prompt.items  # for readers (pal studio); nothing replays from it
         if turn is not None:
             payload["verdict"] = "accepted"
             payload["changed"] = turn_changes(turn, instance)
+            if turn.repairs:
+                payload["repairs"] = [repaired.format() for repaired in turn.repairs]
         elif problems is not None:
             payload["verdict"] = "rejected"
             payload["problems"] = list(problems)
         _probe("model.answered", agent=label, answer=self.answers + 1)
         number = await self.append(EntryKind.TURN, payload)
+        self.prompts.written(number, prompt)
+        self._count_tokens(response.usage.prompt_tokens, response.usage.completion_tokens)
         self.answers += 1
         if turn is not None:
             self.turns += 1
         _probe("model.committed", agent=label, answer=self.answers, entry=number)
+
+    def _count_tokens(self, prompt: int, completion: int) -> None:
+        self.tokens["prompt"] += prompt
+        self.tokens["completion"] += completion
 
     # --- Python and remote calls ---------------------------------------------------------------------------
 
@@ -407,11 +433,17 @@ class Journal:
         invoke: Callable[[], Awaitable[Any]],
     ) -> Any:
         """Make a Python or remote playbook call, or answer it from the log: its result is committed before
-        the caller sees it. The call reads its idempotency key with `runtime.python_api.idempotency_key()`."""
+        the caller sees it. The call reads its idempotency key with `runtime.python_api.idempotency_key()`.
+
+        A call that failed is made again when the log holds nothing its agent did after it (the failure
+        stopped the agent, so nothing recorded depends on it): resuming a thread that failed retries the
+        call that failed, with the same key, and records the retry (`retry_of`) after the failure."""
         label = self.label(instance)
         entry = self._take(label, "call")
         number = self._counts[(label, "call")]
         key = f"{self.thread_id}#{label}:{number}"
+        retry_of: Entry | None = None
+        attempt = 0
         if entry is not None:
             payload = entry.payload
             if payload.get("playbook") != playbook.name:
@@ -420,16 +452,21 @@ class Journal:
                     f"{label}'s call of {payload.get('playbook')}",
                     f"calls {playbook.name} at that point",
                 )
-            if not payload.get("rerun"):
+            entry, attempt = self._latest_attempt(label, entry)
+            payload = entry.payload
+            if "error" in payload and not payload.get("rerun") and not self._more_of(label):
+                retry_of = entry  # the failure this run stopped at: made again, live, below
+            elif not payload.get("rerun"):
                 if "error" in payload:
-                    raise PlaybookFailed(str(payload["error"]), agent=instance.klass, playbook=playbook.name)
+                    raise _replayed_failure(payload, instance.klass, playbook.name)
                 return codec.decode(payload.get("result"))
-            # It reached back into the run: run it again; what it did inside replays from the log.
-            token = current_call.set(CallInProgress(key=key))
-            try:
-                return await invoke()
-            finally:
-                current_call.reset(token)
+            else:
+                # It reached back into the run: run it again; what it did inside replays from the log.
+                token = current_call.set(CallInProgress(key=key))
+                try:
+                    return await invoke()
+                finally:
+                    current_call.reset(token)
         record = CallInProgress(key=key)
         token = current_call.set(record)
         error: PlaybookFailed | None = None
@@ -446,6 +483,8 @@ class Journal:
             "via": "remote" if playbook.kind is PlaybookKind.REMOTE else "python",
             "arguments": readable(dict(arguments)),
         }
+        if retry_of is not None:
+            payload["retry_of"] = retry_of.number
         if error is not None:
             payload["error"] = str(error)
         else:
@@ -457,11 +496,23 @@ class Journal:
                 payload["why"] = str(why)
         if record.touched:
             payload["rerun"] = True
-        written = await self.append(EntryKind.CALL, payload, key=key)
+        entry_key = key if retry_of is None else f"{key}/retry{attempt + 1}"
+        written = await self.append(EntryKind.CALL, payload, key=entry_key)
         _probe("call.committed", agent=label, call=number, entry=written)
         if error is not None:
             raise error
         return result
+
+    def _latest_attempt(self, label: str, entry: Entry) -> tuple[Entry, int]:
+        """The last recorded attempt of a call (a failed call's retries follow it in the agent's calls, each
+        naming the one before: `retry_of`), and how many retries there were."""
+        queue = self._queues.get((label, "call"))
+        attempts = 0
+        while queue and queue[0].payload.get("retry_of") == entry.number:
+            entry = queue.popleft()
+            self.unreplayed -= 1
+            attempts += 1
+        return entry, attempts
 
     # --- the user ----------------------------------------------------------------------------------------
 
@@ -633,6 +684,13 @@ def _said(turn: VerifiedTurn) -> list[str]:
             elif len(call.arguments) == 1 and texts:
                 said.append(texts[0])
     return said
+
+
+def _replayed_failure(payload: Mapping[str, Any], agent: str, playbook: str) -> PlaybookFailed:
+    """The recorded failure, raised again as it was said (its text already names the agent and playbook)."""
+    failure = PlaybookFailed(str(payload["error"]))
+    failure.agent, failure.playbook = agent, playbook
+    return failure
 
 
 def _delivered(message: Message) -> dict[str, Any]:

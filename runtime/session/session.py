@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
+import socket
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
@@ -37,7 +41,7 @@ from runtime.errors import CallError, InputExhausted, ProgramError, ProgramExit,
 from runtime.execution import Execution
 from runtime.humans import ChainedHuman, HumanInput, NoHuman, ScriptedHuman
 from runtime.loader import load
-from runtime.models.base import Model, ModelError
+from runtime.models.base import Model, ModelError, with_capabilities
 from runtime.program_run import ProgramRun, RunLimits, RunResult
 from runtime.store import (
     Entry,
@@ -54,12 +58,17 @@ from . import codec
 from .entry import CallOutcome, program_ref, resolve_playbook
 from .journal import PAYLOAD_VERSION, THREAD, Journal, ReplayMismatch, ThreadTakenOver
 
+logger = logging.getLogger(__name__)
+
 RunFactory = Callable[..., ProgramRun]
 """Makes a session's run: `factory(program, model=, limits=, human=, tracer=, observers=)`."""
 
-CONFLICT_WAIT = 60.0
-"""Seconds (at least) a call keeps reloading its thread and trying again while other processes write to it
-first; each such conflict means another call of the thread went ahead, so the thread never stalls."""
+DEFAULT_LEASE = 15.0
+"""Seconds of a thread's lease (CallSession.lease): how long a thread whose process died stays blocked
+before another process takes it over; well below a call's wait (CallSession.busy_wait, 300 s)."""
+MAX_ATTEMPTS = 20
+"""Times a call reads its thread again after finding it moved on (another process's write, a call taken
+over) before it gives up; each means some call of the thread went ahead."""
 SHUTDOWN_TIMEOUT = 30.0
 """Seconds a session's run may take to shut down."""
 
@@ -245,9 +254,9 @@ class Session:
             observers=(_SessionObserver(journal, self.observers),),
             recorder=journal,
         )
-        resume = getattr(self.model, "resume_thread", None)
-        if journal.answers_in_log and callable(resume):
-            resume(journal.answers_in_log)  # a scripted model continues where the thread's answers end
+        if journal.answers_in_log and self.model is not None:
+            # A scripted model continues where the thread's answers end (a capability of the Model protocol).
+            with_capabilities(self.model).resume_thread(journal.answers_in_log)
         return run
 
     def _human(self, messages: Iterable[str]) -> HumanInput:
@@ -311,15 +320,18 @@ class CallSession(Session):
     kind = "calls"
 
     busy_wait: float = 300.0
-    """Seconds a call waits for another process's unfinished call in the thread (as long as that process
-    keeps writing to the log) before taking it over. 0: the thread is this caller's alone (a command
-    line): its unfinished call is resumed by making the same call again, and another call is refused."""
+    """Seconds a call waits for another process's call in the thread to end (that process holds the
+    thread's lease) before giving up. 0: the thread is this caller's alone (a command line): its
+    unfinished call is resumed by making the same call again, and a call in progress elsewhere is refused."""
+    lease: float = DEFAULT_LEASE
+    """Seconds of the thread's lease a call takes and keeps renewing (every third of it) while it runs. A
+    process that dies mid-call stops renewing it: another process takes the thread over once it lapses,
+    finishing the dead one's call (at least once) before its own."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.stale_after = (self.limits.model_timeout or 270.0) + 30.0
-        """Seconds without a new entry after which another process's unfinished call counts as abandoned
-        (longer than one model call may take, during which a live call writes nothing)."""
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """Who this session is when it holds a thread's lease."""
         self._run: ProgramRun | None = None
         self._journal_now: Journal | None = None
         self._unfinished: Entry | None = None
@@ -327,6 +339,8 @@ class CallSession(Session):
         self._stopping: str | None = None
         self.live_model_calls = 0
         """Model calls this session's calls made (answers replayed from the log are not calls)."""
+        self.taken_over = 0
+        """Calls of other processes this session finished after their process stopped renewing its lease."""
 
     async def call(
         self,
@@ -346,25 +360,24 @@ class CallSession(Session):
             target_agent, target = resolve_playbook(self.program, agent, playbook)
             qualified = f"{target_agent.name}.{target.name}"
         given = dict(arguments or {})
-        async with self._lock:
-            deadline = time.monotonic() + max(self.busy_wait, CONFLICT_WAIT)
-            while time.monotonic() < deadline:
+        async with self._lock, self._holding_lease(qualified):
+            for _ in range(MAX_ATTEMPTS):
                 run, journal = await self._ready()
                 unfinished = self._unfinished
                 if unfinished is not None:
                     if self.busy_wait <= 0 and _same_call(unfinished, qualified, given):
                         return await self._finish_unfinished(run, journal, self.human, listener)
-                    await self._settle(unfinished)
+                    await self._take_over(unfinished)
                     continue
                 try:
                     await journal.begin_call(qualified, given)
                 except ThreadTakenOver:
-                    await self._shut_down()  # another process called first: catch up, then try again
+                    await self._shut_down()  # another process wrote meanwhile: catch up, then try again
                     continue
                 return await self._live(run, journal, qualified, given, listener)
         raise ThreadStateError(
-            f"thread {self.thread_id!r}: other processes kept writing to it; the call of {qualified} did "
-            f"not get a turn in {max(self.busy_wait, CONFLICT_WAIT):g} s"
+            f"thread {self.thread_id!r}: the call of {qualified} found the thread moved on by other writers "
+            f"{MAX_ATTEMPTS} times in a row; nothing of it was run"
         )
 
     async def resume(
@@ -372,11 +385,60 @@ class CallSession(Session):
     ) -> CallOutcome:
         """Finish the thread's unfinished call (interrupted, or waiting for the user), `messages` answering
         it first. ThreadStateError when the last call finished."""
-        async with self._lock:
+        async with self._lock, self._holding_lease("its unfinished call"):
             run, journal = await self._ready()
             if self._unfinished is None:
                 raise ThreadStateError(f"thread {self.thread_id!r} has no unfinished call to resume")
             return await self._finish_unfinished(run, journal, self._human(messages), listener)
+
+    @contextlib.asynccontextmanager
+    async def _holding_lease(self, what: str) -> AsyncIterator[None]:
+        """Hold the thread's lease while the block runs (renewed every third of it). Waits while another
+        process holds it (up to `busy_wait`; at once ThreadStateError with busy_wait 0)."""
+        deadline = time.monotonic() + self.busy_wait
+        pause = 0.02
+        while True:
+            lease = await self.store.take_lease(self.thread_id, self.owner, seconds=self.lease)
+            if lease.held:
+                break
+            if self.busy_wait <= 0 or time.monotonic() >= deadline:
+                raise ThreadStateError(
+                    f"thread {self.thread_id!r}: another process runs a call in it ({lease.owner} holds the "
+                    f"thread for {lease.expires_in:.1f} s more, renewing it while its call runs); the call "
+                    f"of {what} did not get a turn"
+                    + (f" in {self.busy_wait:g} s" if self.busy_wait > 0 else "; try again when it is done")
+                )
+            # Polling a store that has no notifications, bounded by the holder's lease and busy_wait.
+            await asyncio.sleep(min(pause, max(lease.expires_in, 0.001), max(deadline - time.monotonic(), 0)))
+            pause = min(pause * 2, 0.5)
+        done = asyncio.Event()
+        renewing = asyncio.ensure_future(self._renew_lease(done))
+        try:
+            yield
+        finally:
+            # Stopped between renewals, never cancelled in the middle of one (a store call cut short can
+            # leave its connection busy).
+            done.set()
+            await shielded(asyncio.gather(renewing, return_exceptions=True))
+            await shielded(_quietly(self.store.release_lease(self.thread_id, self.owner)))
+
+    async def _renew_lease(self, done: asyncio.Event) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self.lease / 3)
+            if done.is_set():
+                return
+            try:
+                lease = await self.store.take_lease(self.thread_id, self.owner, seconds=self.lease)
+            except (StoreError, OSError) as error:  # the store is away: try again at the next renewal
+                logger.warning("thread %s: the lease was not renewed: %s", self.thread_id, error)
+                continue
+            if not lease.held:
+                logger.warning(
+                    "thread %s: the lease lapsed and %s took the thread over; this call's writes will be refused",
+                    self.thread_id,
+                    lease.owner,
+                )
 
     def stop(self, reason: str) -> None:
         """End the call in progress (and refuse later ones) with RunStopped(`reason`): a server stopping."""
@@ -392,9 +454,13 @@ class CallSession(Session):
     # --- the run and its replay ------------------------------------------------------------------------
 
     async def _ready(self) -> tuple[ProgramRun, Journal]:
-        """The thread's run, made and brought up to date with its log if needed."""
+        """The thread's run, made and brought up to date with its log if needed: a run kept from an
+        earlier call is used only while no other process has written to the thread since."""
         if self._run is not None and self._journal_now is not None:
-            return self._run, self._journal_now
+            thread = await self.store.get_thread(self.thread_id)
+            if thread.last_entry == self._journal_now.last:
+                return self._run, self._journal_now
+            await self._shut_down()  # another process went on with the thread: read it again
         journal = await self._journal()
         run = self._new_run(journal, self.human)
         try:
@@ -491,7 +557,13 @@ class CallSession(Session):
                 run.tracer.listeners.remove(listener)
         said = tuple(run.messages_to_user[said_from:])
         del run.messages_to_user[said_from:]  # a long-lived run keeps no transcript (the journal does)
-        await journal.end_call(value=value, said=list(said), error=None)
+        try:
+            await journal.end_call(value=value, said=list(said), error=None)
+        except BaseException:
+            # Not recorded (the store went away, another process took over): the call stays unfinished in
+            # the log, so this run's state, which includes it, must not serve the next call.
+            await self._shut_down()
+            raise
         return CallOutcome(value=value, said_to_user=said, thread=self.thread_id)
 
     async def _finish_unfinished(
@@ -517,9 +589,9 @@ class CallSession(Session):
         finally:
             run.human = self.human
 
-    async def _settle(self, unfinished: Entry) -> None:
-        """Another call is unfinished in the thread: wait while another process finishes it (its log keeps
-        moving), then start over from the log; take it over when it is abandoned."""
+    async def _take_over(self, unfinished: Entry) -> None:
+        """The thread's last call is unfinished and this session holds the lease, so no process is running
+        it: finish it here (at least once), unless it waits for the user; then start over from the log."""
         if self.thread.status is ThreadStatus.WAITING_FOR_USER or self.busy_wait <= 0:
             raise ThreadStateError(
                 f"thread {self.thread_id!r}: its call of {unfinished.payload.get('playbook')} (entry "
@@ -527,26 +599,17 @@ class CallSession(Session):
                 + (" and waits for the user" if self.thread.status is ThreadStatus.WAITING_FOR_USER else "")
                 + f"; finish it first (`pal resume {self.thread_id}`, with `--message ...` to answer it)"
             )
-        last = self.thread.last_entry
-        moved = started = time.monotonic()
-        delay = 0.02
-        while time.monotonic() - started < self.busy_wait:
-            await asyncio.sleep(delay)  # polling a store that has no notifications; bounded by busy_wait
-            delay = min(delay * 2, 0.5)
-            thread = await self.store.get_thread(self.thread_id)
-            if thread.last_entry != last:
-                last, moved = thread.last_entry, time.monotonic()
-                if thread.status is not ThreadStatus.RUNNING:
-                    break  # it finished (or stopped): read the log again
-            elif time.monotonic() - moved > self.stale_after:
-                break  # abandoned: the next _ready finds it unfinished again and this process resumes it
-        await self._shut_down()
-        if time.monotonic() - moved > self.stale_after:
-            # Nobody is writing: finish the abandoned call here (at-least-once), then go on.
-            run, journal = await self._ready()
-            if self._unfinished is not None and self._unfinished.number == unfinished.number:
-                with contextlib.suppress(PalError, ModelError):
-                    await self._finish_unfinished(run, journal, self.human, None)
+        run, journal = await self._ready()
+        logger.warning(
+            "thread %s: taking over its unfinished call of %s (entry %d): the process that ran it stopped "
+            "renewing its lease",
+            self.thread_id,
+            unfinished.payload.get("playbook"),
+            unfinished.number,
+        )
+        self.taken_over += 1
+        with contextlib.suppress(PalError, ModelError):
+            await self._finish_unfinished(run, journal, self.human, None)
 
     async def _shut_down(self) -> None:
         run, self._run, self._journal_now = self._run, None, None

@@ -41,6 +41,9 @@ class ThreadState:
     """Accepted model turns."""
     answers: int = 0
     """Model answers (accepted, rejected, trigger checks)."""
+    tokens: dict[str, int] = field(default_factory=dict)
+    """Tokens of those answers, `{"prompt": N, "completion": M}` (empty for a thread whose snapshots predate
+    the count and that has no answers after them)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,10 +80,13 @@ async def read_state(store: Store, thread_id: str) -> ThreadState:
     result = state.get("result")
     turns = int(state.get("turns") or 0)
     answers = int(state.get("answers") or 0)
+    tokens = dict(state.get("tokens") or {})
     for entry in loaded.entries:
         payload = entry.payload
         if entry.kind == EntryKind.TURN:
             answers += 1
+            for kind, count in (payload.get("tokens") or {}).items():
+                tokens[kind] = tokens.get(kind, 0) + int(count)
             if payload.get("verdict") != "accepted":
                 continue
             turns += 1
@@ -109,6 +115,7 @@ async def read_state(store: Store, thread_id: str) -> ThreadState:
         result=result,
         turns=turns,
         answers=answers,
+        tokens=tokens,
     )
 
 

@@ -8,9 +8,11 @@ Rows between the two halves are tuples of plain values, in the column order belo
 
 from __future__ import annotations
 
+import math
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
@@ -22,6 +24,7 @@ from .records import (
     Entry,
     ForkPoint,
     JSONObject,
+    Lease,
     Loaded,
     NewEntry,
     ProgramRef,
@@ -63,6 +66,7 @@ class Store(ABC):
         *,
         snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
         keep_snapshots: int | None = DEFAULT_KEEP_SNAPSHOTS,
+        create: bool = True,
     ) -> None:
         self.snapshot_every = fmt.check_number(snapshot_every, what="snapshot_every")
         """K: `Appended.snapshot_due` turns true once K entries follow the latest snapshot (0: never)."""
@@ -72,6 +76,9 @@ class Store(ABC):
             else fmt.check_number(keep_snapshots, what="keep_snapshots", minimum=1)
         )
         """How many of a thread's latest snapshots are kept (None: all of them)."""
+        self.create = bool(create)
+        """Whether opening may make a new, empty store (a SQLite file and its folder); when False, a store
+        that does not exist yet is `StoreNotFound` (the command line's default for a named store)."""
         self._state = "new"
 
     @property
@@ -156,8 +163,10 @@ class Store(ABC):
         status: ThreadStatus | str | Iterable[ThreadStatus | str] | None = None,
         limit: int | None = None,
         offset: int = 0,
+        updated_before: datetime | None = None,
     ) -> list[Thread]:
-        """Threads, most recently updated first; only those with `status` (one or several) when given."""
+        """Threads, most recently updated first; only those with `status` (one or several) when given, and
+        only those last updated before `updated_before` (an aware datetime) when given."""
         self._ready()
         statuses = None
         if status is not None:
@@ -166,7 +175,44 @@ class Store(ABC):
         if limit is not None:
             fmt.check_number(limit, what="limit")
         fmt.check_number(offset, what="offset")
-        return [self._thread(row) for row in await self._list(statuses, limit, offset)]
+        before = None
+        if updated_before is not None:
+            if not isinstance(updated_before, datetime) or updated_before.tzinfo is None:
+                raise StoreError(f"updated_before must be an aware datetime, not {updated_before!r}")
+            before = fmt.micros(updated_before)
+        return [self._thread(row) for row in await self._list(statuses, limit, offset, before)]
+
+    async def count_threads(self) -> dict[ThreadStatus, int]:
+        """How many threads have each status (statuses with none are left out)."""
+        self._ready()
+        return {fmt.check_status(status): count for status, count in (await self._count()).items() if count}
+
+    async def ping(self) -> None:
+        """Return when the store answers a read (a readiness probe); StoreUnavailable when it does not."""
+        self._ready()
+        await self._get("pal-readiness-probe")
+
+    # --- leases --------------------------------------------------------------------------------------------
+
+    async def take_lease(self, thread_id: str, owner: str, *, seconds: float) -> Lease:
+        """Take the thread's lease for `seconds`, or renew it, when it is free, has lapsed, or is `owner`'s
+        already; else leave it. The lease as it is then (`held`: whether `owner` holds it). Times are the
+        store's, so processes on hosts with skewed clocks agree on when a lease lapses."""
+        self._ready()
+        fmt.check_thread_id(thread_id)
+        if owner is None:
+            raise StoreError("a lease needs an owner (a string), not None")
+        fmt.check_key(owner, where="lease owner")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < math.inf:
+            raise StoreError(f"a lease lasts a positive number of seconds, not {seconds!r}")
+        holder, remaining = await self._take_lease(thread_id, owner, round(seconds * 1_000_000))
+        return Lease(owner=holder, expires_in=max(remaining, 0) / 1_000_000, held=holder == owner)
+
+    async def release_lease(self, thread_id: str, owner: str) -> None:
+        """Give the lease up if `owner` holds it (nothing otherwise)."""
+        self._ready()
+        fmt.check_thread_id(thread_id)
+        await self._release_lease(thread_id, fmt.check_key(owner, where="lease owner") or "")
 
     async def update_thread(
         self,
@@ -441,8 +487,24 @@ class Store(ABC):
 
     @abstractmethod
     async def _list(
-        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int
-    ) -> list[ThreadRow]: ...
+        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int, updated_before: int | None
+    ) -> list[ThreadRow]:
+        """`updated_before`: microseconds; only threads updated earlier."""
+
+    async def _count(self) -> dict[str, int]:
+        """Threads per status. Database stores count in one query; this default lists them all."""
+        counts: dict[str, int] = {}
+        for row in await self._list(None, None, 0, None):
+            counts[row[3]] = counts.get(row[3], 0) + 1
+        return counts
+
+    @abstractmethod
+    async def _take_lease(self, thread_id: str, owner: str, micros: int) -> tuple[str, int]:
+        """(the lease's holder, microseconds until it lapses) after taking it when free, lapsed or
+        `owner`'s; ThreadNotFound when there is no such thread."""
+
+    @abstractmethod
+    async def _release_lease(self, thread_id: str, owner: str) -> None: ...
 
     @abstractmethod
     async def _update(

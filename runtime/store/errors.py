@@ -22,6 +22,11 @@ class StoreUnavailable(StoreError):
     """The store cannot be used: closed, not opened yet, a missing optional dependency, a lost connection."""
 
 
+class StoreNotFound(StoreUnavailable):
+    """The store a URL names does not exist, and opening it was not allowed to make it (`create=False`): a
+    mistyped path is an error, not a new empty store."""
+
+
 class ThreadNotFound(StoreError, LookupError):
     """No thread with this id."""
 

@@ -66,12 +66,29 @@ class MemoryStore(Store):
     def __init__(self, **options: int | None) -> None:
         super().__init__(**options)  # type: ignore[arg-type]
         self._threads: dict[str, _Held] = {}
+        self._leases: dict[str, tuple[str, int]] = {}
+        """thread id -> (holder, expiry in microseconds)."""
 
     async def _open(self) -> None:
         return None
 
     async def _close(self) -> None:
         self._threads.clear()
+        self._leases.clear()
+
+    async def _take_lease(self, thread_id: str, owner: str, micros: int) -> tuple[str, int]:
+        self._held(thread_id)
+        now = _now()
+        holder = self._leases.get(thread_id)
+        if holder is None or holder[1] <= now or holder[0] == owner:
+            holder = (owner, now + micros)
+            self._leases[thread_id] = holder
+        return holder[0], holder[1] - now
+
+    async def _release_lease(self, thread_id: str, owner: str) -> None:
+        holder = self._leases.get(thread_id)
+        if holder is not None and holder[0] == owner:
+            del self._leases[thread_id]
 
     def _held(self, thread_id: str) -> _Held:
         held = self._threads.get(thread_id)
@@ -92,9 +109,14 @@ class MemoryStore(Store):
         return None if held is None else held.row()
 
     async def _list(
-        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int
+        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int, updated_before: int | None
     ) -> list[ThreadRow]:
-        chosen = [held for held in self._threads.values() if statuses is None or held.status in statuses]
+        chosen = [
+            held
+            for held in self._threads.values()
+            if (statuses is None or held.status in statuses)
+            and (updated_before is None or held.updated < updated_before)
+        ]
         chosen.sort(key=lambda held: held.id)
         chosen.sort(key=lambda held: held.updated, reverse=True)
         end = None if limit is None else offset + limit
@@ -116,6 +138,7 @@ class MemoryStore(Store):
     async def _delete(self, thread_id: str) -> None:
         self._held(thread_id)
         del self._threads[thread_id]
+        self._leases.pop(thread_id, None)
 
     async def _fork(
         self, thread_id: str, at: int, new_id: str, metadata: str | None, status: str

@@ -13,6 +13,7 @@ Times are the server's (`now()`), so hosts with skewed clocks still agree on the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -37,7 +38,7 @@ T = TypeVar("T")
 
 INSTALL_HINT = "pip install 'pal-bridge[postgres]'"
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the tables below (kept in `pal_store_meta`); the JSON in them has its own FORMAT_VERSION."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -76,6 +77,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             state json NOT NULL,
             format integer NOT NULL,
             PRIMARY KEY (thread_id, at)
+        )""",
+    ),
+    2: (
+        """CREATE TABLE pal_leases (
+            thread_id text PRIMARY KEY,
+            owner text NOT NULL,
+            expires timestamptz NOT NULL
         )""",
     ),
 }
@@ -168,7 +176,18 @@ class PostgresStore(Store):
                     f"{self.url}: a concurrent write got there first ({error.diag.message_primary})"
                 ) from None
             except psycopg.Error as error:
+                if isinstance(error, psycopg.OperationalError | psycopg.InterfaceError):
+                    self._discard(connection)  # the connection's own state is in doubt: a new one next time
                 raise StoreUnavailable(f"{self.url}: Postgres error: {str(error).strip()}") from None
+            except asyncio.CancelledError:
+                self._discard(connection)  # cancelled mid-query, the connection may still be busy with it
+                raise
+
+    def _discard(self, connection: psycopg.AsyncConnection[Any]) -> None:
+        """Stop using `connection` (the next transaction connects again) and close it in the background."""
+        if self._connection is connection:
+            self._connection = None
+        asyncio.get_running_loop().create_task(_close_quietly(connection), name="close a Postgres connection")
 
     async def _migrate(self) -> None:
         async def migrate(cursor: Cursor) -> None:
@@ -230,10 +249,18 @@ class PostgresStore(Store):
         return await self._transaction(get)
 
     async def _list(
-        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int
+        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int, updated_before: int | None
     ) -> list[ThreadRow]:
-        where = "" if statuses is None else "WHERE status = ANY(%s)"
-        parameters: tuple[Any, ...] = (() if statuses is None else (list(statuses),)) + (limit, offset)
+        conditions: list[str] = []
+        parameters: tuple[Any, ...] = ()
+        if statuses is not None:
+            conditions.append("status = ANY(%s)")
+            parameters += (list(statuses),)
+        if updated_before is not None:
+            conditions.append("updated < %s")
+            parameters += (from_micros(updated_before),)
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        parameters += (limit, offset)
 
         async def listing(cursor: Cursor) -> list[ThreadRow]:
             await cursor.execute(
@@ -243,6 +270,48 @@ class PostgresStore(Store):
             return [_thread_row(row) for row in await cursor.fetchall()]
 
         return await self._transaction(listing)
+
+    async def _count(self) -> dict[str, int]:
+        async def count(cursor: Cursor) -> dict[str, int]:
+            await cursor.execute("SELECT status, count(*) FROM pal_threads GROUP BY status")
+            return {status: int(number) for status, number in await cursor.fetchall()}
+
+        return await self._transaction(count)
+
+    async def _take_lease(self, thread_id: str, owner: str, micros: int) -> tuple[str, int]:
+        async def take(cursor: Cursor) -> tuple[str, int]:
+            await cursor.execute("SELECT 1 FROM pal_threads WHERE id = %s", (thread_id,))
+            if await cursor.fetchone() is None:
+                raise ThreadNotFound(thread_id)
+            # clock_timestamp(): the time now, not the transaction's start.
+            await cursor.execute(
+                "INSERT INTO pal_leases AS held (thread_id, owner, expires) "
+                "VALUES (%s, %s, clock_timestamp() + make_interval(secs => %s)) "
+                "ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires "
+                "WHERE held.expires <= clock_timestamp() OR held.owner = excluded.owner "
+                "RETURNING owner, expires - clock_timestamp()",
+                (thread_id, owner, micros / 1_000_000),
+            )
+            row = await cursor.fetchone()
+            if row is None:  # held by another, and not lapsed: that holder's lease, row-locked
+                await cursor.execute(
+                    "SELECT owner, expires - clock_timestamp() FROM pal_leases WHERE thread_id = %s FOR UPDATE",
+                    (thread_id,),
+                )
+                row = await cursor.fetchone()
+            if row is None:  # released in between: free now, but asked again rather than guessed
+                return "", 0
+            return str(row[0]), round(row[1].total_seconds() * 1_000_000)
+
+        return await self._transaction(take)
+
+    async def _release_lease(self, thread_id: str, owner: str) -> None:
+        async def release(cursor: Cursor) -> None:
+            await cursor.execute(
+                "DELETE FROM pal_leases WHERE thread_id = %s AND owner = %s", (thread_id, owner)
+            )
+
+        await self._transaction(release)
 
     async def _update(
         self, thread_id: str, status: str | None, metadata: str | None, expected_last: int | None
@@ -268,6 +337,7 @@ class PostgresStore(Store):
                 raise ThreadNotFound(thread_id)
             await cursor.execute("DELETE FROM pal_entries WHERE thread_id = %s", (thread_id,))
             await cursor.execute("DELETE FROM pal_snapshots WHERE thread_id = %s", (thread_id,))
+            await cursor.execute("DELETE FROM pal_leases WHERE thread_id = %s", (thread_id,))
 
         await self._transaction(delete)
 
@@ -469,6 +539,11 @@ class PostgresStore(Store):
             return thread
 
         return await self._transaction(import_)
+
+
+async def _close_quietly(connection: Any) -> None:
+    with contextlib.suppress(Exception):
+        await connection.close()
 
 
 def _time(value: int) -> datetime:

@@ -185,6 +185,18 @@ class Appended:
         return self.entries[-1].number
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """Who holds a thread's lease (the right to run its call) and for how much longer, by the store's clock."""
+
+    owner: str
+    """The holder (a process's own id)."""
+    expires_in: float
+    """Seconds until the lease lapses unless its holder renews it."""
+    held: bool
+    """Whether the one who asked now holds it."""
+
+
 def call_key(thread_id: str, number: int) -> str:
     """The idempotency key of a call whose result will be entry `number` of the thread.
 

@@ -14,6 +14,7 @@ commit (see benchmarks/bench_durable.py for both figures).
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from .errors import (
     DuplicateKey,
     FormatError,
     StoreError,
+    StoreNotFound,
     StoreUnavailable,
     ThreadExists,
     ThreadNotFound,
@@ -35,7 +37,7 @@ from .format import FORMAT_VERSION
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version of the tables below (kept in `pal_store_meta`); the JSON in them has its own FORMAT_VERSION."""
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -76,6 +78,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
             PRIMARY KEY (thread_id, at)
         )""",
     ),
+    2: (
+        """CREATE TABLE pal_leases (
+            thread_id TEXT PRIMARY KEY,      -- who runs the thread's call now ...
+            owner TEXT NOT NULL,
+            expires INTEGER NOT NULL         -- ... until when (microseconds since the Unix epoch, UTC)
+        )""",
+    ),
 }
 """Schema version -> the statements that bring version - 1 up to it (applied once, in one transaction)."""
 
@@ -114,7 +123,7 @@ class SQLiteStore(Store):
     ) -> None:
         super().__init__(**options)
         self.path = Path(path).expanduser().absolute()
-        """The database file (created, with its folder, on first open)."""
+        """The database file (created 0600, with its folder, on first open when `create`)."""
         if str(path) in (":memory:", ""):
             raise StoreError(
                 f"SQLite path {str(path)!r}: name a file (an in-memory database cannot be shared; use memory://)"
@@ -199,10 +208,12 @@ class SQLiteStore(Store):
             raise
 
     def _connect(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StoreUnavailable(f"{self.path}: cannot create its folder: {error}") from None
+        if not self.path.exists():
+            if not self.create:
+                raise StoreNotFound(
+                    f"no store at {self.url}: {self.path} does not exist (a new store is made only when asked)"
+                )
+            self._make_private_file()
         try:
             connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None)
         except sqlite3.Error as error:
@@ -219,6 +230,20 @@ class SQLiteStore(Store):
             connection.close()
             raise
         self._connection = connection
+
+    def _make_private_file(self) -> None:
+        """The new database file, readable by its owner only (0600; SQLite gives its -wal and -shm files
+        the same mode), in a folder made private (0700) when this makes it."""
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreUnavailable(f"{self.path}: cannot create its folder: {error}") from None
+        try:
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            return  # another process made it first
+        except OSError as error:
+            raise StoreUnavailable(f"{self.path}: cannot create the database: {error}") from None
 
     def _set_up_retrying(self, connection: sqlite3.Connection) -> None:
         """WAL mode, durability and the schema, retried while the file is busy for up to `busy_timeout`.
@@ -343,16 +368,50 @@ class SQLiteStore(Store):
         return await self._run(get)
 
     async def _list(
-        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int
+        self, statuses: tuple[str, ...] | None, limit: int | None, offset: int, updated_before: int | None
     ) -> list[ThreadRow]:
-        where = "" if statuses is None else f"WHERE status IN ({_marks(len(statuses))})"
+        conditions = [] if statuses is None else [f"status IN ({_marks(len(statuses))})"]
+        if updated_before is not None:
+            conditions.append("updated < ?")
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         query = f"SELECT {THREAD_COLUMNS} FROM pal_threads {where} ORDER BY updated DESC, id LIMIT ? OFFSET ?"
-        parameters = (*(statuses or ()), -1 if limit is None else limit, offset)
+        before = () if updated_before is None else (updated_before,)
+        parameters = (*(statuses or ()), *before, -1 if limit is None else limit, offset)
 
         def listing(connection: sqlite3.Connection) -> list[ThreadRow]:
             return connection.execute(query, parameters).fetchall()
 
         return await self._run(listing)
+
+    async def _count(self) -> dict[str, int]:
+        def count(connection: sqlite3.Connection) -> dict[str, int]:
+            return dict(connection.execute("SELECT status, count(*) FROM pal_threads GROUP BY status"))
+
+        return await self._run(count)
+
+    async def _take_lease(self, thread_id: str, owner: str, micros: int) -> tuple[str, int]:
+        def take(connection: sqlite3.Connection) -> tuple[str, int]:
+            self._last(connection, thread_id)
+            now = _now()
+            held = connection.execute(
+                "SELECT owner, expires FROM pal_leases WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if held is None or held[1] <= now or held[0] == owner:
+                held = (owner, now + micros)
+                connection.execute(
+                    "INSERT INTO pal_leases (thread_id, owner, expires) VALUES (?, ?, ?) "
+                    "ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires",
+                    (thread_id, *held),
+                )
+            return held[0], held[1] - now
+
+        return await self._run(self._write, take)
+
+    async def _release_lease(self, thread_id: str, owner: str) -> None:
+        def release(connection: sqlite3.Connection) -> None:
+            connection.execute("DELETE FROM pal_leases WHERE thread_id = ? AND owner = ?", (thread_id, owner))
+
+        await self._run(self._write, release)
 
     async def _update(
         self, thread_id: str, status: str | None, metadata: str | None, expected_last: int | None
@@ -373,7 +432,7 @@ class SQLiteStore(Store):
     async def _delete(self, thread_id: str) -> None:
         def delete(connection: sqlite3.Connection) -> None:
             self._last(connection, thread_id)
-            for table in ("pal_entries", "pal_snapshots"):
+            for table in ("pal_entries", "pal_snapshots", "pal_leases"):
                 connection.execute(f"DELETE FROM {table} WHERE thread_id = ?", (thread_id,))
             connection.execute("DELETE FROM pal_threads WHERE id = ?", (thread_id,))
 

@@ -57,3 +57,39 @@ def test_two_tools_with_one_name_are_refused_with_both_playbooks_named() -> None
     tools = playbook_tools([("A_1", [_public("X")]), ("A 1", [_public("X")])])
     with pytest.raises(ValueError, match=r"A_1\.X and A 1\.X both become the MCP tool 'A_1\.X'"):
         tools_by_name(tools)
+
+
+@pytest.mark.anyio
+async def test_an_input_schema_the_author_wrote_is_checked_in_full() -> None:
+    import anyio
+    from mcp import Client
+
+    from mcp_bridge.server import PlaybookServer
+    from pal_core.parser import parse
+
+    program = parse(
+        """# Planner
+## Invoke($input:dict) -> dict
+metadata:
+  public: true
+  mcp:
+    tool: plan
+    arguments: input
+    input_schema:
+      type: object
+      properties:
+        steps: {type: integer, minimum: 1, maximum: 10}
+      required: [steps]
+---
+### Steps
+01:RET $input
+""",
+        file="planner.pal",
+    )
+    async with PlaybookServer(program) as served, Client(served.mcp_server) as client:
+        with anyio.fail_after(30):
+            fine = await client.call_tool("plan", {"steps": 3})
+            refused = await client.call_tool("plan", {"steps": 0})
+    assert fine.structured_content == {"result": {"steps": 3}}
+    assert refused.is_error
+    assert "plan: invalid arguments: steps: 0 is less than the minimum of 1" in refused.content[0].text

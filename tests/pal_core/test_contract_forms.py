@@ -310,3 +310,165 @@ def test_a_builtin_the_runtime_implements_is_known_and_loadfile_is_for_steps_onl
     assert rejected(
         "06", '`Step["Main:06.02.01:EXE"]` `Loadfile("secrets.txt")`', '`Step["Main:06.03:JMP"]`', "yld call"
     ) == ["V10"]
+
+
+# --- the program's word: what a step fixes, the answer cannot change ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "written", "fixed"),
+    [
+        ("02", "yld exit", YieldKind.USER),
+        ("04", "yld user", YieldKind.CALL),
+        ("05.02", "yld call", YieldKind.EXIT),
+    ],
+)
+def test_r16_a_yld_step_yields_as_the_program_says(line: str, written: str, fixed: YieldKind) -> None:
+    result = turn(line, f'`Step["Main:{line}:YLD"]`', written)
+    assert repairs(result) == ["R18"]
+    assert result.yield_target is fixed
+    assert "whose yield the program fixes" in result.repairs[0].message
+
+
+def test_r16_a_ret_returns_whatever_yld_is_written() -> None:
+    result = turn("08", '`Step["Main:08:RET"]` `Return[$forecast]` `Var[$__, "done"]`', "yld exit")
+    assert repairs(result) == ["R18"] and result.yield_target is YieldKind.RETURN
+
+
+_INLINE = parse("# A\nd\n## P() -> None\n### Steps\n01:QUE Say(user, Greet the user); YLD for call\n02:RET\n")
+
+
+def _inline(final: str) -> VerifiedTurn:
+    agent = _INLINE.agents[0]
+    answer = f'recap – r\nplan – p\n`Step["P:01:QUE"]` `Say("user", "Hi! What is your name?")`\n{final}'
+    return read_turn(answer, describe_turn(_INLINE, agent, agent.playbooks[0], "01", variables={}))
+
+
+def test_r16_an_inline_yield_is_the_programs_too() -> None:
+    result = _inline("yld user")
+    assert repairs(result) == ["R18"] and result.yield_target is YieldKind.CALL and result.next_line == "02"
+
+
+@pytest.mark.parametrize("final", ["yld return", "yld exit"])
+def test_r16_leaves_a_return_or_exit_at_an_inline_yield_to_the_answer(final: str) -> None:
+    # `yld return` after `01:QUE ...; YLD for call` says the RET after it was passed unwritten: skipped-step
+    # mutants (a RET's lines removed) end that way, and the mutant benchmark caught them only as V05.
+    with pytest.raises(ContractViolation) as caught:
+        _inline(final)
+    assert "V05" in [violation.code for violation in caught.value.violations]
+
+
+_UNKNOWN_CALLEE = parse(
+    "# A\nd\n## Greet() -> None\n### Steps\n01:QUE $name:str = Ask(Ask the user for their name)\n"
+    "02:YLD for user\n03:QUE Tell(the user hello)\n04:RET\n"
+)
+
+
+def _greet(line: str, *answer: str) -> VerifiedTurn:
+    agent = _UNKNOWN_CALLEE.agents[0]
+    context = describe_turn(_UNKNOWN_CALLEE, agent, agent.playbooks[0], line, variables={})
+    return read_turn("\n".join(("recap – r", "plan – p", *answer)), context)
+
+
+def test_a_step_naming_a_call_that_nothing_answers_may_be_said() -> None:
+    result = _greet(
+        "01",
+        '`Step["Greet:01:QUE"]` `Say("user", "What is your name?")`',
+        '`Step["Greet:02:YLD"]`',
+        "yld user",
+    )
+    assert [call.name for call in result.steps[0].calls] == ["Say"]
+    assert result.yield_target is YieldKind.USER
+
+
+def test_a_step_naming_a_call_that_nothing_answers_takes_no_other_call() -> None:
+    with pytest.raises(ContractViolation) as caught:
+        _greet("01", '`Step["Greet:01:QUE"]` `Ask("the user for their name")`', "yld user")
+    assert {violation.code for violation in caught.value.violations} == {"V10"}
+
+
+def test_r10_a_return_is_the_work_of_the_ret_that_follows() -> None:
+    result = _greet(
+        "03", '`Step["Greet:03:QUE"]` `Say("user", "Hello!")`', '`Return[]` `Var[$__, "greeted"]`'
+    )
+    assert [step.step.line for step in result.steps] == ["03", "04"]
+    assert "R10" in repairs(result) and result.yield_target is YieldKind.RETURN
+
+
+# --- the older list dialect of the original runtime ----------------------------------------------------
+
+
+def test_the_list_dialect_is_read_as_the_line_contract() -> None:
+    answer = "\n".join(
+        (
+            "```md",
+            '- Call stack not empty, no vars set, Continue program near "Main:01"',
+            '- `Step["Main:01:QUE"]`: Say(Ask the user for a city)',
+            '- Enqueue `Say("user", "Which city would you like the weather for?")`',
+            '- `Step["Main:02:YLD"]`: ForUserInput("Waiting for the city")',
+            "- Yield control back to process queue",
+            "```",
+        )
+    )
+    result = read_turn(answer, context("01"))
+    assert [step.step.line for step in result.steps] == ["01", "02"]
+    assert [call.name for call in result.steps[0].calls] == ["Say"]
+    assert result.yield_target is YieldKind.USER  # the YLD step's own yield (R18)
+    assert repairs(result) == ["R18"]
+
+
+def test_the_list_dialect_var_trigger_and_return_forms() -> None:
+    answer = "\n".join(
+        (
+            "```md",
+            "- The user gave a city",
+            '- `Var["$city"] = "Lisbon"` as the user said',
+            '- The user asked for a refund, which triggers `Trigger["Refund:T1:CND"]`',
+            "- Enqueue `Refund()`",
+            '- `Step["Main:03:QUE"]`: $forecast = Lookup(city=$city)',
+            "- Enqueue `Lookup(city=$city)`",
+            "- Yield control back to process queue",
+            "```",
+        )
+    )
+    parsed = parse_answer(answer)
+    kinds = [type(action).__name__ for action in parsed.actions]
+    assert kinds == ["VarAction", "TriggerAction", "StrayCallAction", "StepAction", "YieldAction"]
+    result = read_turn(answer, context("03", {"limit": "int", "forecast": "str"}))
+    assert [call.name for call in result.steps[0].calls] == ["Lookup"]
+    assert "R13" in repairs(result)
+
+
+def test_an_answer_that_only_mentions_the_dialect_is_not_rewritten() -> None:
+    text = '`Step["Main:01:QUE"]` `Say("user", "Yield control back to process queue?")`\nyld user'
+    assert not any(isinstance(action, VarAction) for action in parse_answer(text).actions)
+    assert [type(a).__name__ for a in parse_answer(text).actions] == ["StepAction", "YieldAction"]
+
+
+_DECISION = parse(
+    "# A\nd\n## Main() -> None\n### Steps\n01:CND While the user talks\n  01.01:QUE Respond($message)\n"
+    "  01.02:YLD user\n  01.03:JMP 01\n02:RET\n\n## Respond($message:str) -> None\n### Steps\n01:RET\n"
+)
+
+
+def _decision(*answer: str) -> VerifiedTurn:
+    agent = _DECISION.agents[0]
+    context = describe_turn(_DECISION, agent, agent.playbook("Main"), "01", variables={"message": "str"})
+    return read_turn("\n".join(("recap – r", "plan – p", *answer)), context)
+
+
+def test_r17_the_call_of_a_cnds_first_step_written_on_the_cnd_line() -> None:
+    result = _decision('`Step["Main:01:CND"]` `Respond($message)`', '`Step["Main:01.02:YLD"]`', "yld user")
+    assert repairs(result) == ["R17"]
+    assert [(step.step.line, [call.name for call in step.calls]) for step in result.steps] == [
+        ("01", []),
+        ("01.01", ["Respond"]),
+        ("01.02", []),
+    ]
+
+
+def test_r17_leaves_a_say_on_a_cnd_line_and_a_stated_no_alone() -> None:
+    with pytest.raises(ContractViolation):
+        _decision('`Step["Main:01:CND"]` no — `Respond($message)`', '`Step["Main:02:RET"]`', "yld return")
+    with pytest.raises(ContractViolation):
+        _decision('`Step["Main:01:CND"]` `Say("user", "hi")`', '`Step["Main:01.02:YLD"]`', "yld user")

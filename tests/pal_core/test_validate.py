@@ -10,8 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pal_core import parser as pal_parser
-from pal_core.compiler import reporter as compiler_reporter
+from pal_core import codes as reading_codes
 from pal_core.errors import Diagnostic, Severity
 from pal_core.ir import Agent, Playbook, Program, Span, Step
 from pal_core.parser import parse
@@ -384,8 +383,8 @@ def _documented_codes() -> list[str]:
 
 
 def _parser_codes() -> set[str]:
-    """The syntax codes of the parser and of the markdown compiler (PAL0xx)."""
-    modules = (vars(pal_parser), vars(compiler_reporter))
+    """The reading codes of the parser and of the markdown compiler (PAL0xx), all in one module."""
+    modules = (vars(reading_codes),)
     return {
         value
         for namespace in modules

@@ -189,3 +189,26 @@ def test_schema_problems_agree_with_a_json_schema_validator(value: object, pal_t
     schema = json_schema_for_type(pal_type)
     valid = jsonschema.Draft202012Validator(schema).is_valid(value)
     assert (schema_problems(value, schema, "value") == []) == valid, (pal_type, value)
+
+
+def test_a_schema_an_author_wrote_is_checked_in_full_by_jsonschema() -> None:
+    # An MCP tool's `input_schema` may use any keyword; the hand check knows only the ones this module makes.
+    schema = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 0},
+            "code": {"type": "string", "pattern": "^[A-Z]+$"},
+        },
+        "required": ["n"],
+    }
+    assert schema_problems({"n": 3, "code": "AB"}, schema) == []
+    assert schema_problems({"n": -1, "code": "ab"}, schema) == [
+        "code: 'ab' does not match '^[A-Z]+$'",
+        "n: -1 is less than the minimum of 0",
+    ]
+    assert schema_problems({"x": [1, -2]}, {"properties": {"x": {"items": {"minimum": 0}}}}) == [
+        "x[1]: -2 is less than the minimum of 0"
+    ]
+    assert schema_problems(1, {"type": "nonsense", "minimum": 0}, "value")[0].startswith(
+        "value: the schema to check it against is not valid JSON Schema"
+    )

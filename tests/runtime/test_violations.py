@@ -71,7 +71,6 @@ BAD_AT_01 = {
 BAD_AT_03 = {
     "V03": '`Step["Main:03:CND"]` happy\n`Step["Main:05:YLD"]` `Var[$leaked, 1]`\nyld call',
     "V04": '`Step["Main:03:CND"]` neutral\n`Step["Main:04:QUE"]` `$price = Price($count)`\n`Step["Main:05:YLD"]`\n`Step["Main:06:RET"]` `Var[$leaked, 1]`\nyld call',
-    "V05": '`Step["Main:03:CND"]` neutral\n`Step["Main:04:QUE"]` `$price = Price($count)`\n`Step["Main:05:YLD"]` `Var[$leaked, 1]`\nyld user',
     "V10": '`Step["Main:03:CND"]` neutral\n`Step["Main:04:QUE"]` `$price = Describe()`\n`Step["Main:05:YLD"]`\nyld call',
 }
 
@@ -113,6 +112,27 @@ async def test_a_bad_later_answer_is_rejected_and_the_retry_names_the_rule(rule:
     assert value == 5.0
     assert_rejected_and_retried(model, rule, at_request=2)
     assert "leaked" not in run.instances["1000"].state.variables
+
+
+async def test_a_yld_step_yields_as_the_program_says() -> None:
+    # `yld user` at `05:YLD for call` (V05 before): the YLD step's yield is the program's, so the answer is
+    # repaired (R18), not rejected, and the run goes on as the program says.
+    wrong_yield = (
+        '`Step["Main:03:CND"]` neutral\n`Step["Main:04:QUE"]` `$price = Price($count)`\n'
+        '`Step["Main:05:YLD"]`\nyld user'
+    )
+    tracer = Tracer()
+    model = ScriptedModel([GOOD_01, wrong_yield])
+    run = ProgramRun(PROGRAM, model=model, tracer=tracer)
+    await run.start()
+    try:
+        with anyio.fail_after(10):
+            value = await Execution(await run.agent_instance("Shop")).call_playbook("Main")
+    finally:
+        await run.shutdown()
+    assert value == 5.0 and model.calls == 2
+    repairs = [event.detail for event in tracer.events if event.event == "repair"]
+    assert any(detail.startswith("R18") for detail in repairs), repairs
 
 
 async def test_ret_without_a_summary_is_repaired_not_rejected() -> None:

@@ -5,3 +5,7 @@ from __future__ import annotations
 
 CALLS: list[tuple[str, str | None]] = []
 """(label, idempotency key) of every call of `Record`."""
+
+OUTAGES: list[str] = []
+"""While it holds messages, `Lookup` fails with the last one (a service that is down); a test empties it
+when the service is back."""

@@ -19,7 +19,17 @@ def test_threads_history_fork_and_resume(tmp_path: Path) -> None:
     model = ["--model", f"scripted:{SHOP_ANSWERS}", "--store", store]
 
     started = pal(
-        tmp_path, "run", str(SHOP), "--thread", "o1", "--no-input", "--message", "tea please", *model, env=env
+        tmp_path,
+        "run",
+        str(SHOP),
+        "--thread",
+        "o1",
+        "--no-input",
+        "--message",
+        "tea please",
+        "--create-store",
+        *model,
+        env=env,
     )
     assert started.code == 3, started.err
     assert "[thread o1 waits for the user: pal resume o1 --message ...]" in started.err
@@ -92,9 +102,12 @@ def test_what_cannot_be_done_with_a_thread_is_refused_with_the_reason(tmp_path: 
     program.write_text(
         "# Math\n## Double($x:int) -> int\nmetadata:\n  public: true\n---\n### Steps\n01:RET $x * 2\n"
     )
+    typo = pal(tmp_path, "run", str(program), "--input", '{"x": 4}', "--store", store + "x", env=env)
+    assert typo.code == 2 and "does not exist" in typo.err and "add --create-store" in typo.err
     call = pal(
-        tmp_path, "run", str(program), "--input", '{"x": 4}', "--thread", "c1", "--store", store, env=env
-    )
+        tmp_path, "run", str(program), "--input", '{"x": 4}', "--thread", "c1", "--store", store, "--create-store",
+        env=env,
+    )  # fmt: skip
     assert (call.code, call.out.strip()) == (0, "8")
     call = pal(
         tmp_path, "run", str(program), "--input", '{"x": 5}', "--thread", "c1", "--store", store, env=env
@@ -114,6 +127,9 @@ def test_what_cannot_be_done_with_a_thread_is_refused_with_the_reason(tmp_path: 
             "thread 'c1' is a thread of playbook calls, not a run of a whole program",
         ),
         (["threads", "--store", "mysql://x"], "unknown store 'mysql'"),
+        (["threads", "--store", store + "x"], "does not exist"),
+        (["run", str(program), "--thread", "has space"], "argument --thread: 'has space' must be a string"),
+        (["history", "a\tb", "--store", store], r"argument THREAD: 'a\tb' must be a string"),
         (["mcp", "serve", str(program), "--thread", "t"], "--thread needs --store"),
     ]
     for args, message in cases:

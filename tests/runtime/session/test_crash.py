@@ -40,7 +40,17 @@ SEED = 17
 
 
 def shop_run(folder: Path, store: str, thread: str, messages: list[str], env: dict[str, str]) -> Finished:
-    args = ["run", str(SHOP), "--model", f"logged:{SHOP_ANSWERS}", "--thread", thread, "--store", store]
+    args = [
+        "run",
+        str(SHOP),
+        "--model",
+        f"logged:{SHOP_ANSWERS}",
+        "--thread",
+        thread,
+        "--store",
+        store,
+        "--create-store",
+    ]
     args += ["--no-input", "--quiet"]
     for message in messages:
         args += ["--message", message]
@@ -170,7 +180,17 @@ def check_python_calls(logs: Path, thread: str, killed: set[int]) -> None:
 def test_a_thread_waiting_in_one_process_is_answered_by_another_after_it_is_killed(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     env = environment(tmp_path, PAL_TEST_MODEL_LOG=str(tmp_path / "model.jsonl"))
-    run = ["run", str(SHOP), "--model", f"logged:{SHOP_ANSWERS}", "--thread", "order-7", "--store", store]
+    run = [
+        "run",
+        str(SHOP),
+        "--model",
+        f"logged:{SHOP_ANSWERS}",
+        "--thread",
+        "order-7",
+        "--store",
+        store,
+        "--create-store",
+    ]
     # Process A asks the user at the console, and waits: it is killed while it waits.
     process_a = start(tmp_path, *run, env=env)
     try:

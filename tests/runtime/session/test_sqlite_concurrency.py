@@ -53,7 +53,7 @@ def test_ten_pal_run_processes_on_one_sqlite_file(tmp_path: Path) -> None:
     processes = [
         subprocess.Popen(
             [sys.executable, "-P", str(DRIVER), "run", str(SHOP), "--model", f"logged:{SHOP_ANSWERS}"]
-            + ["--thread", f"p{number}", "--store", url, "--no-input", "--quiet"]
+            + ["--thread", f"p{number}", "--store", url, "--create-store", "--no-input", "--quiet"]
             + [argument for message in SHOP_MESSAGES for argument in ("--message", message)],
             cwd=tmp_path,
             env=env,

@@ -3,7 +3,9 @@ Postgres one (started once per session, stopped by its pid; each test gets a sch
 
 from __future__ import annotations
 
+import importlib
 import itertools
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -12,7 +14,19 @@ import pytest
 from runtime.store import ProgramRef, Store, open_store
 from tests.runtime.store.postgres_cluster import PostgresCluster, find_binaries
 
-STORE_KINDS = ("memory", "sqlite", "postgres")
+STORE_KINDS: tuple[str, ...] = ("memory", "sqlite", "postgres")
+"""The stores every conformance test runs against. A store registered from outside runs the same suite:
+
+    PAL_TEST_STORE_PLUGINS=my_package.store PAL_TEST_STORE_URLS=mystore://conformance \
+        pytest tests/runtime/store -k conformance
+
+imports the plugin modules (which call `runtime.store.STORES.register(...)`), then runs every conformance
+test against each URL instead of the built-ins, with `-N` added to the URL for each test (a new, empty store)."""
+EXTRA_URLS = tuple(os.environ.get("PAL_TEST_STORE_URLS", "").split())
+for _plugin in os.environ.get("PAL_TEST_STORE_PLUGINS", "").split():
+    importlib.import_module(_plugin)
+if EXTRA_URLS:
+    STORE_KINDS = EXTRA_URLS
 SNAPSHOT_EVERY = 3
 PROGRAM = ProgramRef.of_source("# Demo\n## Main() -> None\n### Steps\n01:RET\n", path="/programs/demo.pal")
 
@@ -48,6 +62,8 @@ def postgres_url(postgres_cluster: PostgresCluster) -> str:
 
 
 def _url(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if "://" in kind:  # a store registered from outside: a new one for each test
+        return f"{kind}-{next(_schemas)}"
     if kind == "memory":
         return "memory://"
     if kind == "sqlite":
@@ -60,7 +76,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return _url(request.param, request, tmp_path)
 
 
-@pytest.fixture(params=("sqlite", "postgres"))
+@pytest.fixture(params=EXTRA_URLS or ("sqlite", "postgres"))
 def durable_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The stores that outlive their objects and are shared between processes."""
     return _url(request.param, request, tmp_path)

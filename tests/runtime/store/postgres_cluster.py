@@ -86,6 +86,19 @@ class PostgresCluster:
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
+    def restart(self) -> None:
+        """Stop the server (fast shutdown, by its pid) and start it again on the same port and data: what
+        clients see of a database restart."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=STOP_TIMEOUT)
+        if self.reader is not None:
+            self.reader.join(timeout=STOP_TIMEOUT)
+            self.reader = None
+        self.log.clear()
+        self._serve(self._unprivileged(), port=self.port)
+
     def stop(self) -> None:
         """Fast shutdown (SIGINT) of our server by its pid, then remove the folder."""
         process = self.process
@@ -139,11 +152,11 @@ class PostgresCluster:
                 f"{command[0]} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
             )
 
-    def _serve(self, as_user: pwd.struct_passwd | None) -> None:
-        """Start the server on a free port, waiting (bounded) for the line that says it accepts connections;
-        a port taken between choosing and binding it is retried on another."""
+    def _serve(self, as_user: pwd.struct_passwd | None, *, port: int | None = None) -> None:
+        """Start the server on a free port (or `port`), waiting (bounded) for the line that says it accepts
+        connections; a port taken between choosing and binding it is retried on another."""
         for _attempt in range(5):
-            self.port = _free_port()
+            self.port = port or _free_port()
             command = [str(self.binaries / "postgres"), "-D", str(self.root / "data"), "-p", str(self.port)]
             command += ["-k", str(self.root), "-c", "listen_addresses=127.0.0.1"]
             for setting in self.settings:

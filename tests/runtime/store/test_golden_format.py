@@ -88,10 +88,11 @@ async def test_every_store_imports_the_v1_document_and_exports_it_unchanged(stor
     assert (await store.get_thread("golden-v1")).last_entry == 6
 
 
-async def test_a_v1_sqlite_store_opens_and_reads(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dump", [SQLITE_V1, GOLDEN / "sqlite-v2.sql"], ids=["schema-1", "schema-2"])
+async def test_a_sqlite_store_of_every_schema_version_opens_and_reads(tmp_path: Path, dump: Path) -> None:
     database = tmp_path / "runs.db"
     with sqlite3.connect(database) as connection:
-        connection.executescript(SQLITE_V1.read_text(encoding="utf-8"))
+        connection.executescript(dump.read_text(encoding="utf-8"))
     connection.close()
     golden = json.loads(THREAD_V1.read_text(encoding="utf-8"))
     async with open_store(f"sqlite:///{database}") as store:

@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from runtime.store import FormatError, NewEntry, StoreUnavailable, open_store
+from runtime.store.postgres import SCHEMA_VERSION
 from tests.runtime.store.conftest import PROGRAM
 
 pytestmark = pytest.mark.anyio
@@ -28,7 +29,7 @@ async def test_stores_opening_together_create_the_schema_once(postgres_url: str)
 
     async with await psycopg.AsyncConnection.connect(postgres_url) as connection:
         rows = await (await connection.execute("SELECT key, value FROM pal_store_meta")).fetchall()
-    assert rows == [("schema_version", "1")]
+    assert rows == [("schema_version", str(SCHEMA_VERSION))]
 
 
 async def test_a_newer_schema_is_refused(postgres_url: str) -> None:

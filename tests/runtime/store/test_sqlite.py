@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from runtime.store import NewEntry, StoreUnavailable, open_store
+from runtime.store import NewEntry, StoreNotFound, StoreUnavailable, open_store
 from runtime.store.sqlite import SQLiteStore
 from tests.runtime.store.conftest import PROGRAM
 
@@ -25,7 +25,7 @@ async def test_the_file_is_in_wal_mode_with_the_chosen_durability(tmp_path: Path
             assert probe.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             tables = {row[0] for row in probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         probe.close()
-        assert tables == {"pal_store_meta", "pal_threads", "pal_entries", "pal_snapshots"}
+        assert tables == {"pal_store_meta", "pal_threads", "pal_entries", "pal_snapshots", "pal_leases"}
 
         def synchronous(connection: sqlite3.Connection) -> int:
             return connection.execute("PRAGMA synchronous").fetchone()[0]
@@ -117,3 +117,28 @@ async def test_files_that_cannot_hold_a_store(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable, match="cannot create its folder"):
         async with open_store(f"sqlite:///{blocked}/sub/runs.db"):
             pass
+
+
+async def test_a_new_store_is_private_to_its_owner(tmp_path: Path) -> None:
+    database = tmp_path / "new" / "folder" / "runs.db"
+    async with open_store(f"sqlite:///{database}") as store:
+        await store.create_thread(PROGRAM, thread_id="t")
+        await store.append("t", NewEntry(kind="turn", payload={}), expected_last=0)
+        made = [database, database.with_name("runs.db-wal"), database.with_name("runs.db-shm")]
+        assert {path.name: oct(path.stat().st_mode & 0o777) for path in made if path.exists()} == {
+            path.name: "0o600" for path in made if path.exists()
+        }
+        assert database.with_name("runs.db-wal").exists()
+    assert oct(database.parent.stat().st_mode & 0o777) == "0o700"
+
+
+async def test_a_store_that_does_not_exist_is_an_error_unless_creating_it_is_allowed(tmp_path: Path) -> None:
+    typo = tmp_path / "missing" / "runz.db"
+    with pytest.raises(StoreNotFound, match=r"no store at sqlite:///.*runz\.db: .* does not exist"):
+        async with open_store(f"sqlite:///{typo}", create=False):
+            pass
+    assert not typo.parent.exists()  # neither the file nor its folder was made
+    async with open_store(f"sqlite:///{typo}"):
+        pass
+    async with open_store(f"sqlite:///{typo}", create=False) as store:  # it exists now
+        assert await store.list_threads() == []

@@ -1,5 +1,6 @@
-"""Calls of a program's playbooks from outside the program, on one event loop: the embedded playbooks of
-the exporters (runtime.embedding) and the MCP server (mcp_bridge.host) both answer their calls here.
+"""PlaybookCalls: calls of a program's playbooks from outside the program, on one event loop. The embedded
+playbooks of the exporters (runtime.embedding) and the MCP server (mcp_bridge.host) both answer their calls
+here. (runtime/calls.py is another thing: a call written in PAL, run inside a playbook.)
 
 One long-lived run of the program is started once. Without a store, each call gets an instance of the
 called agent from a pool with fresh state (variables, artifacts, session log; with `reload_python`, its
@@ -60,6 +61,7 @@ class PlaybookCalls:
         reload_python: bool = False,
         shared: bool = False,
         default_thread: str | None = None,
+        lease: float | None = None,
     ) -> None:
         self.program = program
         self.model = model
@@ -70,6 +72,8 @@ class PlaybookCalls:
         """Calls take turns on each agent's one instance (state shared by all calls)."""
         self.default_thread = default_thread
         """With a store, the thread a call that names none continues (None: a new thread per call)."""
+        self.lease = lease
+        """Seconds of a thread's lease while one of its calls runs (None: CallSession's default)."""
         self._run_factory = run_factory
         self._store_given = store
         self._reload_python = reload_python
@@ -238,6 +242,8 @@ class PlaybookCalls:
                 tracer=self.tracer,
                 run_factory=self._run_factory,
             )
+            if self.lease is not None:
+                session.lease = self.lease
             if thread is not None:
                 self._threads[thread] = session
                 while len(self._threads) > KEEP_THREADS:

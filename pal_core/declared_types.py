@@ -1,12 +1,10 @@
-"""Facts about values and calls that the verifier and the runtime share."""
+"""Whether a value fits the type a program declares for it (`$n:int`): the verifier and the runtime share it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pal_core.builtins import SPEECH_CALLS
-
-__all__ = ["SPEECH_CALLS", "fits_type"]
+__all__ = ["fits_type"]
 
 _DECLARED: dict[str, tuple[type, ...]] = {
     "int": (int,),
