@@ -9,6 +9,8 @@ Prints three figures, the first two against the issue's goals, and their breakdo
   3. mutants caught, by kind, of those whose change alters what executes (goal 100 %): a mutant the
      verifier accepts is "benign" when its verified turn does exactly what the original's does (same
      steps, calls, variables, yield and next line), else "missed"
+  4. value mutants (issue 28, tests/value_mutants.py): answers changed where the program fixes a value,
+     caught the same way
 
     python benchmarks/bench_contract.py [--list missed|rejected|repaired] [--kind KIND]
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.paired_corpus import Outcome, contexts, effect, judge, load_records, original_of
+from tests.value_mutants import KINDS, judge_mutant, mutants
 
 
 def main() -> None:
@@ -108,6 +111,8 @@ def main() -> None:
             f"   (benign, same effect: {tally['benign']}; missed: {tally['missed']})"
         )
 
+    print_value_mutants(real, by_context)
+
     chosen: list[Outcome] = []
     if arguments.list == "missed":
         chosen = [o for o in missed if arguments.kind in (None, o.record["kind"])]
@@ -127,6 +132,30 @@ def main() -> None:
         for line in outcome.problems:
             print(line)
         print(record["text"])
+
+
+def print_value_mutants(real: list[Outcome], by_context: dict) -> None:
+    """Issue 28: mutants of accepted real answers where the program fixes a value (tests/value_mutants.py)."""
+    tally: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for outcome in real:
+        context = by_context[(outcome.record["program"], outcome.record["at"])]
+        for mutant in mutants(outcome, context):
+            verdict = judge_mutant(mutant)
+            counts = tally[mutant.kind]
+            counts["total"] += 1
+            counts["caught" if verdict.caught else "benign" if verdict.benign else "missed"] += 1
+    altering = sum(t["total"] - t["benign"] for t in tally.values())
+    caught = sum(t["caught"] for t in tally.values())
+    print(
+        f"4. value mutants (the program's values): caught {caught}/{altering} that alter what executes = "
+        f"{100 * caught / max(altering, 1):.2f} % (goal 100 %); the runtime does the program's part of the others"
+    )
+    for kind in KINDS:
+        counts = tally.get(kind, collections.Counter())
+        print(
+            f"   {kind:20} caught {counts['caught']:5} / {counts['total'] - counts['benign']:5}"
+            f"   (benign, same effect: {counts['benign']}; missed: {counts['missed']})"
+        )
 
 
 def _rejection_kind(problem: str) -> str:

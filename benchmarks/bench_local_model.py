@@ -21,7 +21,9 @@ Then, for issue 12, in the same run:
   threads the engine chooses by itself.
 All comparisons use the same thread count (PAL_LOCAL_THREADS, else what the machine allowed at start).
 Run: python benchmarks/bench_local_model.py [seeds per case, default 5] [--only turns,speed,load,...]
-(sections: sizes, speed1, compliance, end_to_end, turns, speed, load)
+(sections: sizes, speed1, compliance, end_to_end, turns, speed, load, shapes, react; the last two are issue 28's,
+in benchmarks/local_shapes.py: imported programs run on the bundled model, and react rounds with their grammar
+against the same prompt unconstrained)
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.gbnf_check import parse_gbnf
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.model import LocalSettings, engine
-from runtime.local.turns import GrammarError, local_context
+from runtime.local.turn_plan import GrammarError, local_context
 from runtime.prompt import SYSTEM
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks.local_shapes import react_turns, shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "corpus"
@@ -665,7 +670,10 @@ def main() -> None:
         "turns": turns,
         "speed": throughput,
         "load": load_comparison,
+        "shapes": lambda: recorded.extend(shapes()),
+        "react": lambda: react_turns(recorded or None),
     }
+    recorded: list = []
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "seeds", nargs="?", type=int, default=5, help="seeds per compliance case (default: 5)"

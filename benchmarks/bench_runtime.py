@@ -125,7 +125,7 @@ def checks_disabled() -> Iterator[None]:
     import runtime.execution
     import runtime.state
     from runtime.budget import Budget
-    from runtime.values import _Evaluator
+    from runtime.expressions import _Evaluator
 
     def no_check(*_args: object, **_kwargs: object) -> None:
         return None

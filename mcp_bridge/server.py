@@ -34,6 +34,7 @@ from mcp.server import Server, ServerRequestContext
 from pal_core.errors import PalError
 from pal_core.ir import Program
 from runtime.errors import InputExhausted
+from runtime.expressions import coerce
 from runtime.inputs import InputError
 from runtime.models.base import Model, ModelError
 from runtime.program_run import RunLimits
@@ -43,7 +44,6 @@ from runtime.serving.operations import ServerMetrics
 from runtime.serving.playbooks import ServedPlaybook
 from runtime.store import Store
 from runtime.trace import TraceEvent
-from runtime.values import coerce
 
 logger = logging.getLogger(__name__)
 calls_log = logging.getLogger("mcp_bridge.calls")

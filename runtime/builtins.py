@@ -67,7 +67,7 @@ async def _create_agent(execution: Execution, bound: dict[str, Any]) -> str:
 
 
 async def _invite_to_meeting(execution: Execution, bound: dict[str, Any]) -> str:
-    from runtime.meetings import attendee_spec
+    from runtime.meeting_playbooks import attendee_spec
 
     meeting_id = str(bound["meeting_id"]).strip().removeprefix("meeting ").strip()
     attendees = bound["attendees"]
@@ -83,7 +83,7 @@ async def _invite_to_meeting(execution: Execution, bound: dict[str, Any]) -> str
 
 
 async def _accept_meeting_invitation(execution: Execution, bound: dict[str, Any]) -> Any:
-    from runtime.meetings import join_meeting_by_id
+    from runtime.meeting_playbooks import join_meeting_by_id
 
     meeting_id = str(bound["meeting_id"]).strip().removeprefix("meeting ").strip()
     return await join_meeting_by_id(execution, meeting_id, playbook_name=bound.get("meeting_playbook_name"))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.ir import ArgKind, Argument, Call
 from runtime.errors import CallError
-from runtime.values import NotEvaluable, coerce, evaluate
+from runtime.expressions import NotEvaluable, coerce, evaluate
 
 if TYPE_CHECKING:
     from runtime.execution import Execution

@@ -26,13 +26,15 @@ value (`CallOutcome.said_to_user`) and not kept anywhere else.
 
 Sync callers (`call_sync`): a thread that runs no event loop gets a loop of its own, kept for its later
 calls and run only while it calls (the run must outlive each call, which `asyncio.run` per call cannot
-give; and no thread hop, which costs ten times the call). A thread that already runs a loop cannot run
-another, so its calls go to a runner loop in a daemon thread while the calling loop waits.
+give; and no thread hop: through another thread, a sync call took 3.5 times as long on a busy machine, a
+LangGraph sync node 15 times). A thread that already runs a loop cannot run another, so its calls go to an
+anyio blocking portal (a loop in a thread of its own) while the calling loop waits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 import threading
@@ -40,6 +42,8 @@ import weakref
 from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from pal_core.ir import Program
 from runtime.humans import HumanInput, NoHuman
@@ -128,45 +132,43 @@ class _CallerLoop:
             self.lock.release()
 
 
-class _RunnerThread:
-    """An event loop in a daemon thread, for sync calls from threads that already run a loop."""
+class _Portal:
+    """An anyio blocking portal (an event loop in a thread of its own), for sync calls from threads that
+    already run a loop; started on first use."""
 
     def __init__(self, name: str, sessions: _Sessions) -> None:
-        self.loop = asyncio.new_event_loop()
         self._sessions = sessions
-        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self.thread.start()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_forever()
-        finally:
-            self.loop.run_until_complete(_shutdown_loop_work(self._sessions.pop(self.loop, None)))
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.close()
+        self._stack = contextlib.ExitStack()
+        self.portal: BlockingPortal = self._stack.enter_context(start_blocking_portal(name=name))
 
     def run(self, make_call: Callable[[], Coroutine[Any, Any, CallOutcome]]) -> CallOutcome:
-        future = asyncio.run_coroutine_threadsafe(make_call(), self.loop)
-        try:
-            return future.result()
-        except BaseException:
-            future.cancel()  # an interrupted caller (KeyboardInterrupt) stops the call too
-            raise
+        return self.portal.call(make_call)
 
     def stop(self, timeout: float | None) -> None:
-        """Stop the loop (its thread then shuts the session down); wait up to `timeout` seconds (None:
-        do not wait)."""
-        try:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        except RuntimeError:  # already closed
-            return
-        if timeout is not None and threading.current_thread() is not self.thread:
-            self.thread.join(timeout)
-            if self.thread.is_alive():
-                raise TimeoutError(
-                    f"the runner thread {self.thread.name!r} did not stop within {timeout:g} s"
-                )
+        """Shut the portal's session down and stop its loop, waiting up to `timeout` seconds (None: in the
+        background, without waiting)."""
+
+        async def shut_down() -> None:
+            # The session's run cancels its own tasks; the portal's loop ends the rest when it stops.
+            session = self._sessions.pop(asyncio.get_running_loop(), None)
+            if isinstance(session, asyncio.Task):
+                try:
+                    session = await session
+                except Exception:  # it failed to start: nothing to shut down
+                    session = None
+            if isinstance(session, PlaybookCalls):
+                await session.close()
+
+        def stop() -> None:
+            try:
+                self.portal.start_task_soon(shut_down).result(timeout)
+            finally:
+                self._stack.close()  # stops the loop and joins its thread
+
+        if timeout is None:
+            threading.Thread(target=stop, name="pal portal stop", daemon=True).start()
+        else:
+            stop()
 
 
 class _SyncLoops:
@@ -174,7 +176,7 @@ class _SyncLoops:
 
     A thread that runs no event loop gets a loop of its own, run only during its calls (no thread hop:
     about 10 µs a call). A thread that already runs a loop cannot run a second one, so its calls go to a
-    runner loop in a daemon thread (a hop of about 100 µs) and block the caller until they end. The loop
+    blocking portal, a loop in a thread of its own (a hop of about 100 µs), and block the caller until they end. The loop
     of a thread that has ended is closed when the next thread's loop is made; `close` closes them all.
     Holds no reference to the embedded playbook, so it can be its finalizer.
     """
@@ -184,7 +186,7 @@ class _SyncLoops:
         self._sessions = sessions
         self._local = threading.local()
         self._owned: list[_CallerLoop] = []
-        self._runner: _RunnerThread | None = None
+        self._runner: _Portal | None = None
         self._lock = threading.Lock()
 
     def run(self, make_call: Callable[[], Coroutine[Any, Any, CallOutcome]]) -> CallOutcome:
@@ -209,14 +211,14 @@ class _SyncLoops:
         self._local.loop = caller
         return caller
 
-    def _runner_thread(self) -> _RunnerThread:
+    def _runner_thread(self) -> _Portal:
         with self._lock:
-            if self._runner is None or self._runner.loop.is_closed():
-                self._runner = _RunnerThread(f"pal {self._name}", self._sessions)
+            if self._runner is None:
+                self._runner = _Portal(f"pal {self._name}", self._sessions)
             return self._runner
 
     def close(self, timeout: float | None = CLOSE_TIMEOUT) -> None:
-        """Close every loop (waiting for calls in progress) and stop the runner thread; `timeout=None`
+        """Close every loop (waiting for calls in progress) and stop the portal; `timeout=None`
         (the finalizer) closes only loops not in use and does not wait for the runner."""
         with self._lock:
             owned, self._owned = self._owned, []
@@ -310,7 +312,7 @@ class EmbeddedPlaybook:
 
     def call_sync(self, arguments: Mapping[str, Any], *, thread: str | None = None) -> CallOutcome:
         """`call` from synchronous code. A thread without an event loop runs the call on a loop of its own
-        (kept for its next calls); inside a running loop the call runs in a runner thread and the calling
+        (kept for its next calls); inside a running loop the call runs in a blocking portal (a loop in a thread of its own) and the calling
         loop waits (blocked) for it."""
         return self._sync.run(lambda: self.call(arguments, thread=thread))
 

@@ -26,11 +26,11 @@ from runtime.errors import (
     ProgramError,
     RunError,
 )
+from runtime.expressions import NotEvaluable, coerce, evaluate
 from runtime.python_api import call_function, current_execution, touch_call
 from runtime.remote import RemoteCallError, remote_call, remote_listing
 from runtime.state import Artifact, CallStack
 from runtime.value_limits import check_value
-from runtime.values import NotEvaluable, coerce, evaluate
 
 if TYPE_CHECKING:
     from runtime.agent import AgentInstance
@@ -131,7 +131,7 @@ class Execution:
             call = services.spans.tool(self.agent, playbook, lambda: invoke(playbook, args, kwargs))
             result = await services.recorder.call(self.agent, playbook, arguments, call)
         elif playbook.metadata.meeting and self.current_meeting() is None:
-            from runtime.meetings import run_meeting_as_owner
+            from runtime.meeting_playbooks import run_meeting_as_owner
 
             with services.spans.playbook(self.agent, playbook):
                 result = await run_meeting_as_owner(self, playbook, args, kwargs)
@@ -215,10 +215,10 @@ class Execution:
 
     async def say(self, target: str, text: str) -> None:
         """Send `text` to the user, the current meeting, another agent or a meeting by spec. In a meeting,
-        `meeting @Name ...` gives the named attendees the turn (runtime.meetings.meeting_receiver)."""
+        `meeting @Name ...` gives the named attendees the turn (runtime.meeting_playbooks.meeting_receiver)."""
         targets: tuple[str, ...] = ()
         if target.strip().strip("\"'").lower().split(" ", 1)[0] == "meeting":
-            from runtime.meetings import meeting_receiver
+            from runtime.meeting_playbooks import meeting_receiver
 
             spec, targets = meeting_receiver(self, target.strip().strip("\"'"))
         else:
@@ -270,7 +270,7 @@ class Execution:
         """Wait for messages from a source (`*`, `human`, `agent 1001`, a class name, `meeting 7`)."""
         lowered = source.strip().lower()
         if lowered == "meeting" or lowered.startswith("meeting "):
-            from runtime.meetings import wait_in_meeting
+            from runtime.meeting_playbooks import wait_in_meeting
 
             return await wait_in_meeting(self, source.strip())
         if lowered in ("human", "user"):

@@ -23,8 +23,8 @@ from typing import Any
 
 from pal_core.ir import Playbook
 from runtime.errors import CallError
+from runtime.expressions import coerce
 from runtime.schema import input_schema, schema_problems
-from runtime.values import coerce
 
 
 class InputError(CallError):

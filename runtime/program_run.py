@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pal_core.errors import PalError
-from pal_core.ir import Agent, Program
+from pal_core.ir import Agent, Program, TriggerCode
 from pal_core.messaging import (
     DEFAULT_MEETING_TIMEOUTS,
     AsyncMessageQueue,
@@ -35,7 +35,7 @@ from runtime.budget import DEFAULT_MAX_SECONDS, DEFAULT_MAX_STEPS, Budget, curre
 from runtime.errors import BudgetExceeded, InputExhausted, ProgramError, ProgramExit, RunError
 from runtime.execution import Execution
 from runtime.humans import HumanInput, NoHuman
-from runtime.models.base import Model, ModelError, with_capabilities
+from runtime.models.base import Model, ModelError, RequestKind, with_capabilities
 from runtime.models.limits import check_timeout
 from runtime.recorder import NO_RECORDER, Recorder
 from runtime.remote import RemoteOpener, open_remote, remote_playbooks
@@ -44,6 +44,15 @@ from runtime.telemetry import Spans, telemetry
 from runtime.trace import Tracer
 from runtime.triggers import TriggerWatcher, check_message_triggers
 from runtime.value_limits import DEFAULT_VALUE_LIMITS, ValueLimits
+
+ANSWER_TOKENS: dict[RequestKind, int] = {
+    RequestKind.REACT: 384,
+    RequestKind.TRIGGERS: 64,
+}
+"""Answer budgets (tokens) of the kinds of request shorter than a playbook turn: a react round is a few calls
+or a value (an unconstrained one ran to 1,024 tokens of repetition), a trigger check two lines. A playbook
+turn (up to ten steps of real answers: 99 % of the paired corpus fits in 700 tokens) and a raw playbook's
+answer get `max_answer_tokens`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,7 +67,8 @@ class RunLimits:
     """Seconds one model call may take; None (the default): no wall-clock limit, so a slow or busy
     machine cannot fail a run. A call's budget is `max_answer_tokens`."""
     max_answer_tokens: int = 1024
-    """Token cap of one answer: the per-call budget, the same on any machine."""
+    """Token cap of any one answer: the per-call budget, the same on any machine. Each kind of request has
+    a budget of its own within it (`answer_tokens`): a react round or a trigger check is short."""
     temperature: float = 0.0
     """Sampling temperature."""
     seed: int | None = None
@@ -96,6 +106,10 @@ class RunLimits:
                 f"({printable} digits); call sys.set_int_max_str_digits({self.max_int_digits}) first "
                 "(`pal --max-int-digits` does)"
             )
+
+    def answer_tokens(self, kind: RequestKind) -> int:
+        """The token budget of one answer to a request of `kind` (ANSWER_TOKENS, within max_answer_tokens)."""
+        return min(self.max_answer_tokens, ANSWER_TOKENS.get(kind, self.max_answer_tokens))
 
     @property
     def value_limits(self) -> ValueLimits:
@@ -358,7 +372,7 @@ class ProgramRun:
         try:
             with self.services.spans.agent(instance):
                 for playbook in instance.playbooks.values():
-                    if any(trigger.code == "BGN" for trigger in playbook.triggers):
+                    if any(trigger.code == TriggerCode.BGN for trigger in playbook.triggers):
                         await Execution(instance).execute(playbook, [], {})
                 await self._message_loop(instance)
         except ProgramExit as stop:
@@ -408,7 +422,7 @@ class ProgramRun:
             execution.receive(others)
             await check_message_triggers(execution)
         for invitation in invitations:
-            from runtime.meetings import join_meeting
+            from runtime.meeting_playbooks import join_meeting
 
             await join_meeting(Execution(instance), invitation)
 

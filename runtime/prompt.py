@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.turn import CalleeKind, TurnContext
+from pal_core.ir import TriggerCode
+from pal_core.step_text import TYPED_VARIABLE_RE
 from pal_core.writer import write_playbook
 from runtime.models.base import ChatMessage
 
@@ -56,10 +58,14 @@ decides. Half the prompt's tokens, and the part a new process has to evaluate fi
 
 @dataclass(frozen=True, slots=True)
 class PromptSettings:
-    """Knobs of prompt building."""
+    """Knobs of prompt building: what a turn's prompt carries of what can grow without bound."""
 
     session_log_lines: int = 30
+    """The most recent session log entries shown."""
     max_value_chars: int = 400
+    """Characters of one variable's value shown (JSON), cut with `…`."""
+    max_entry_chars: int = 300
+    """Characters of one session log entry or new message shown."""
 
 
 def build_messages(
@@ -92,15 +98,18 @@ def build_messages(
     if examples:
         parts.append("## Example answers (format only; use the real lines of the program)\n" + examples)
     stable_chars = len("\n\n".join(parts)) + 2  # the same in every turn of the playbook: up to here
-    parts.append("## State\n" + _state(execution, frame, settings))
+    parts.append("## State\n" + _state(execution, frame, settings, context.participants))
     log = agent.state.session_log.tail(settings.session_log_lines)
+    cut = settings.max_entry_chars
     if log:
-        parts.append("## Session log (most recent last)\n" + "\n".join(f"- {entry}" for entry in log))
+        parts.append(
+            "## Session log (most recent last)\n" + "\n".join(f"- {_clip(entry, cut)}" for entry in log)
+        )
     if agent.unread:
         parts.append(
             "## New messages\n"
             + "\n".join(
-                f"- from {message.sender_klass} ({message.sender_id}): {message.content}"
+                f"- from {message.sender_klass} ({message.sender_id}): {_clip(message.content, cut)}"
                 for message in agent.unread
             )
         )
@@ -143,14 +152,21 @@ def _triggers(context: TurnContext) -> list[str]:
     return [
         f'- `Trigger["{ref}"]` {info.text}'
         for ref, info in context.triggers.items()
-        if info.ref.code != "BGN"
+        if info.ref.code != TriggerCode.BGN
     ]
 
 
-def _state(execution: Execution, frame: Frame, settings: PromptSettings) -> str:
+def _state(
+    execution: Execution, frame: Frame, settings: PromptSettings, participants: tuple[str, ...] = ()
+) -> str:
+    """The variables the playbook reads (its parameters and the `$variables` its steps name) with their
+    values; others (an imported program's session, another playbook's scratch) are not this turn's."""
     variables = execution.agent.state.variables
+    read = _read_by(frame.playbook)
     rows = []
     for name, value in variables.snapshot().items():
+        if name not in read:
+            continue
         declared = variables.type_of(name)
         kind = f":{declared}" if declared else ""
         rows.append(f"- ${name}{kind} = {_value(value, settings.max_value_chars)}")
@@ -159,12 +175,28 @@ def _state(execution: Execution, frame: Frame, settings: PromptSettings) -> str:
     meeting = frame.meeting_id
     if meeting:
         text += f'\nIn meeting {meeting}: speak with Say("meeting", ...), wait with yld meeting.'
+        if participants:
+            text += f" Participants: {', '.join(participants)}."
     artifacts = execution.agent.state.artifacts
     if artifacts:
         text += "\nArtifacts: " + ", ".join(
             f"{name} ({artifact.summary})" for name, artifact in artifacts.items()
         )
     return text
+
+
+def _read_by(playbook: Any) -> set[str]:
+    """The variables a playbook's turns read: its parameters and every `$name` its steps and notes write."""
+    names = {parameter.name for parameter in playbook.parameters}
+    for step in playbook.all_steps():
+        names.update(match.group(1) for match in TYPED_VARIABLE_RE.finditer(step.text))
+    for note in playbook.notes:
+        names.update(match.group(1) for match in TYPED_VARIABLE_RE.finditer(note.text))
+    return names
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _value(value: Any, limit: int) -> str:

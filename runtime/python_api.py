@@ -138,7 +138,7 @@ def current_agent() -> Any:
     return _execution().agent
 
 
-BUILTINS: dict[str, Any] = {
+BLOCK_GLOBALS: dict[str, Any] = {
     "playbook": playbook,
     "Say": Say,
     "SaveArtifact": SaveArtifact,

@@ -18,7 +18,7 @@ from typing import Any
 
 from runtime.errors import ProgramError
 from runtime.module_path import import_module, use_module_folders
-from runtime.python_api import BUILTINS, PlaybookFunction
+from runtime.python_api import BLOCK_GLOBALS, PlaybookFunction
 from runtime.support_modules import is_support_binding, support_helper
 
 _COMPILED: dict[tuple[str, str], CodeType] = {}
@@ -62,7 +62,7 @@ def load_block(
     if spec is None:  # pragma: no cover - spec_from_loader always returns a spec for a loader
         raise ProgramError(f"{filename}: cannot create a module for this python block")
     module = importlib.util.module_from_spec(spec)
-    module.__dict__.update(BUILTINS)
+    module.__dict__.update(BLOCK_GLOBALS)
     module.__dict__.update(namespace)
     # Tracebacks and inspect read source lines through linecache.
     lines = [line + "\n" for line in code.split("\n")]

@@ -1,147 +1,255 @@
-"""React playbooks (`execution_mode: react`): instructions without numbered steps.
+"""React playbooks (`execution_mode: react`): instructions without numbered steps, run by the model in rounds.
 
-The model works in rounds: it may call playbooks (inline calls, outside any Step), set variables, and
-finally return. Each answer is parsed and checked before anything runs: only known callees, only
-literal or `$variable` arguments, and a final `yld call` (run the calls, then ask again) or
-`yld return` with `Return[...]`.
+Each round is described once (pal_core.contract.react.describe_react: the tools and their parameter types,
+the value the playbook returns, the variables that exist); the prompt, the model's turn shaping (the bundled
+model's grammar and example answers) and the verifier all read that description. A round's answer calls
+tools (`yld call`: the runtime runs them and asks again with their results), answers (`Return[...]`, `yld
+return`), or asks the user (`Say("user", ...)`, `yld user`). Nothing of an answer runs before the verifier has
+accepted all of it; a rejected answer is asked again with the broken rules named.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
-from pal_core.contract import ContractSyntaxError, StrayCallAction, parse_answer
-from pal_core.contract.model import ReturnAction, StepAction, VarAction
-from pal_core.ir import ArgKind, Call, Playbook, YieldKind
+from pal_core.contract import ContractSyntaxError, parse_answer
+from pal_core.contract.react import ReactTurn, VerifiedRound, call_key, describe_react, verify_react
+from pal_core.contract.verify import ContractViolation
+from pal_core.ir import Playbook, YieldKind
 from runtime.calls import invoke_call
-from runtime.errors import RunError
-from runtime.models.base import ChatMessage, ModelRequest, RequestKind
-from runtime.prompt import SYSTEM
+from runtime.errors import CallError, PlaybookFailed, RunError
+from runtime.expressions import coerce
+from runtime.models.base import ChatMessage, ModelRequest, RequestKind, TurnShape
+from runtime.support_modules import is_support_binding
 from runtime.turns import ask_approval
-from runtime.values import coerce
 
 if TYPE_CHECKING:
     from runtime.execution import Execution
 
-REACT_RULES = """This playbook has no numbered steps: follow its instructions. In each answer, write the calls \
-you need as inline calls in backticks (for example `$r = Exp(5)`), one per line, then `yld call`; you will \
-see the results and answer again. When done, write `Return[<value>]` and `yld return`."""
+REACT_SYSTEM = """You run a playbook that has no numbered steps: follow its instructions. Each answer is one \
+round, in exactly this format:
+
+plan – <one sentence: what you do now>
+then one of:
+- calls of the listed tools, each on its own line in backticks (`$weather = GetWeather(city="Paris")`), \
+then `yld call`: the runtime runs them and shows you their results;
+- `Return[<the playbook's value>]` (the value, or `$name` of a result you have), then `yld return`;
+- `Say("user", "<question>")` then `yld user`: the runtime waits for the user's answer.
+
+Arguments are literals or $variables. Call only the listed tools, with their parameters. Write nothing after \
+the yld line."""
+
+REACT_SYSTEM_UNDER_GRAMMAR = """You run a playbook that has no numbered steps: follow its instructions. Answer \
+in exactly the format of the example answers: call the tools you need (then yld call), or give the \
+playbook's value (Return, then yld return)."""
+"""The system prompt when a grammar enforces the format (the bundled model)."""
 
 
 async def react_loop(execution: Execution, playbook: Playbook) -> Any:
+    """Run a react playbook to its value, round by round."""
     services = execution.services
-    variables = execution.agent.state.variables
-    callables = (
-        ", ".join(sorted(name for name in execution.agent.playbooks if name != playbook.name)) or "none"
-    )
-    messages = [
-        ChatMessage(role="system", content=SYSTEM + "\n\n" + REACT_RULES),
-        ChatMessage(
-            role="user",
-            content=(
-                f"# {playbook.name}\n{playbook.description}\n\nCallable playbooks: {callables}\n"
-                f"Variables: {variables.snapshot()}"
-            ),
-        ),
-    ]
-    failures = 0
-    for _ in range(services.limits.max_react_rounds):
-        request = ModelRequest(
-            kind=RequestKind.REACT,
-            messages=tuple(messages),
-            max_tokens=services.limits.max_answer_tokens,
-            temperature=services.limits.temperature,
-            seed=services.limits.seed,
-            metadata={"agent": execution.agent.klass, "playbook": playbook.name, "mode": "react"},
-        )
-        call_id, response = await services.call_model(request, execution.agent)
-        text = response.text
-        try:
-            calls, updates, returned, yield_kind = _check(execution, parse_answer(text))
-        except (ContractSyntaxError, _Rejected) as error:
-            failures += 1
-            services.trace(
-                execution.agent, "violation", playbook=playbook.name, model_call=call_id, detail=str(error)
+    agent = execution.agent
+    limits = services.limits
+    history: list[ChatMessage] = []
+    made: set[str] = set()
+    """Variables the rounds set (call results, Var lines): with the parameters, the state a round reads."""
+    called: list[str] = []
+    """The calls the rounds made (their results, or failures, are known)."""
+    for round_number in range(1, limits.max_react_rounds + 1):
+        turn = react_turn(execution, playbook, round_number, made, called)
+        shape = services.shaping.shape(turn) if services.shaping is not None else TurnShape()
+        messages = react_messages(execution, turn, shape, history)
+        attempts = 0
+        while True:
+            request = ModelRequest(
+                kind=RequestKind.REACT,
+                messages=tuple(messages),
+                max_tokens=limits.answer_tokens(RequestKind.REACT),
+                temperature=limits.temperature,
+                seed=limits.seed,
+                grammar=shape.grammar,
+                metadata={"agent": agent.klass, "playbook": playbook.name, "mode": "react"},
             )
-            if failures > services.limits.max_retries:
+            call_id, response = await services.call_model(request, agent)
+            text = response.text
+            try:
+                verified = verify_react(parse_answer(text), turn)
+            except ContractSyntaxError as error:
+                problems = [f"{error.code} answer line {error.line}: {error.message}"]
+            except ContractViolation as error:
+                problems = [violation.format() for violation in error.violations]
+            else:
+                break
+            attempts += 1
+            services.trace(
+                agent, "violation", playbook=playbook.name, model_call=call_id, detail="; ".join(problems)
+            )
+            if attempts > limits.max_retries:
                 raise RunError(
-                    f"the model broke the react contract: {error}",
-                    agent=execution.agent.klass,
+                    f"the model broke the react contract {attempts} times in a row; last: {'; '.join(problems)}",
+                    agent=agent.klass,
                     playbook=playbook.name,
+                    violations=tuple(problems),
                     answer=text,
-                ) from None
-            messages += [
+                )
+            listed = "\n".join(f"- {problem}" for problem in problems)
+            messages = [
+                *messages,
                 ChatMessage(role="assistant", content=text),
-                ChatMessage(role="user", content=f"Rejected: {error}. Answer again."),
+                ChatMessage(
+                    role="user",
+                    content=f"Your answer was rejected; nothing of it ran:\n{listed}\nAnswer again.",
+                ),
             ]
-            continue
-        failures = 0
-        for name, value in updates:
-            variables.set(name, value)
-        results = []
-        for call in calls:
-            if _requires_approval(execution, call.name) and not await ask_approval(
-                execution, call, call_id, playbook=playbook.name
-            ):
-                results.append(f"{call.name} did not run: the user did not approve it")
-                continue
-            result = await invoke_call(execution, call)
-            results.append(f"{call.name} returned {result!r}")
-        if yield_kind is YieldKind.RETURN:
-            return coerce(returned, playbook.returns)
-        messages += [
-            ChatMessage(role="assistant", content=text),
-            ChatMessage(role="user", content="\n".join(results) or "No calls were made."),
-        ]
+        agent.unread.clear()  # the model has seen them
+        made.update(update.name for update in verified.updates)
+        made.update(call.result.name for call in verified.calls if call.result is not None)
+        results, done, value = await apply_round(execution, playbook, verified, call_id, called)
+        if done:
+            return value
+        history += [ChatMessage(role="assistant", content=text), ChatMessage(role="user", content=results)]
     raise RunError(
-        f"react playbook did not return within {services.limits.max_react_rounds} rounds",
-        agent=execution.agent.klass,
+        f"react playbook did not return within {limits.max_react_rounds} rounds",
+        agent=agent.klass,
         playbook=playbook.name,
     )
 
 
-class _Rejected(Exception):
-    pass
+def react_turn(
+    execution: Execution, playbook: Playbook, round_number: int, made: set[str], called: list[str]
+) -> ReactTurn:
+    """The description of the playbook's next round, from what the run knows live: the state it reads is
+    the playbook's parameters and what its rounds set (not the rest of the agent's variables)."""
+    agent = execution.agent
+    variables = agent.state.variables
+    read = [parameter.name for parameter in playbook.parameters if parameter.name in variables]
+    read += sorted(name for name in made if name in variables and name not in read)
+    return describe_react(
+        agent.ir,
+        playbook,
+        playbooks=agent.playbooks.values(),
+        plumbing=_plumbing,
+        variables={name: variables.type_of(name) for name in read},
+        values={name: variables[name] for name in read},
+        waits_for_user=execution.services.user.reachable(agent),
+        heard=[message.content for message in agent.unread],
+        round=round_number,
+        final=round_number >= execution.services.limits.max_react_rounds,
+        called=called,
+    )
 
 
-def _requires_approval(execution: Execution, name: str) -> bool:
-    """Whether a call of `name` waits for a human's approval (`requires_approval: true`), as at a step."""
-    agent_name, dot, playbook_name = name.rpartition(".")
-    if dot:
-        target = execution.services.program.agent(agent_name)
-        found = target.playbook(playbook_name) if target is not None else None
+def _plumbing(playbook: Playbook) -> bool:
+    """The run-time support of an imported program (`python: pal.adk:...`): not a tool of its react playbooks."""
+    return bool(playbook.metadata.python) and is_support_binding(str(playbook.metadata.python))
+
+
+def react_messages(
+    execution: Execution, turn: ReactTurn, shape: TurnShape, history: list[ChatMessage]
+) -> list[ChatMessage]:
+    """The prompt of a round: the playbook's instructions, its tools, the state, the examples (under a
+    grammar), then the rounds so far. What stays the same every round comes first (prompt reuse)."""
+    agent = execution.agent
+    playbook = turn.playbook
+    parts = [f"# Agent {agent.klass}"]
+    if agent.ir.description:
+        parts.append(agent.ir.description)
+    instructions = [playbook.description.strip()] if playbook.description.strip() else []
+    instructions += [f"{note.id} {note.text}" for note in playbook.notes]
+    parts.append(f"## Playbook {playbook.name}\n" + ("\n".join(instructions) or "(no instructions)"))
+    if turn.tools:
+        lines = []
+        for tool in turn.tools.values():
+            approval = " (needs the user's approval)" if tool.requires_approval else ""
+            lines.append(f"- {tool.signature}" + (f": {tool.summary}" if tool.summary else "") + approval)
+        parts.append("## Tools\n" + "\n".join(lines))
     else:
-        found = execution.agent.playbooks.get(name)
-    return bool(found is not None and found.metadata.requires_approval)
+        parts.append("## Tools\n(none: answer with Return[...])")
+    if playbook.returns:
+        parts.append(f"## Value\n{playbook.name} returns {playbook.returns}.")
+    if shape.examples:
+        parts.append("## Example answers (format only)\n" + shape.examples)
+    stable_chars = len("\n\n".join(parts)) + 2
+    parts.append("## State\n" + _state(turn))
+    if agent.unread:
+        parts.append(
+            "## New messages\n"
+            + "\n".join(f"- from {message.sender_klass}: {message.content}" for message in agent.unread)
+        )
+    parts.append(f"## Your task\nRound {turn.round} of {playbook.name}: call tools, or give its value.")
+    system = REACT_SYSTEM_UNDER_GRAMMAR if shape.grammar is not None else REACT_SYSTEM
+    return [
+        ChatMessage(role="system", content=system),
+        ChatMessage(role="user", content="\n\n".join(parts), stable_chars=stable_chars),
+        *history,
+    ]
 
 
-def _check(execution: Execution, answer: Any) -> tuple[list[Call], list[tuple[str, Any]], Any, YieldKind]:
-    """Check a react answer without changing anything; return what to apply."""
-    variables = execution.agent.state.variables
-    calls: list[Call] = []
-    updates: list[tuple[str, Any]] = []
-    returned: Any = None
-    for action in answer.actions:
-        found: list[Call] = []
-        if isinstance(action, StrayCallAction):
-            found = [action.call]
-        elif isinstance(action, StepAction):
-            found = list(action.calls)
-        elif isinstance(action, VarAction) and action.name != "__":
-            updates.append((action.name, action.value))
-        elif isinstance(action, ReturnAction):
-            raw = action.raw.strip()
-            returned = variables[raw[1:]] if raw.startswith("$") and raw[1:] in variables else action.value
-        for call in found:
-            if not execution.is_callable(call.name):
-                raise _Rejected(f"{call.name} is not a playbook you can call")
-            for argument in call.arguments:
-                if argument.kind is ArgKind.VARIABLE and argument.value not in variables:
-                    raise _Rejected(f"${argument.value} is not set")
-                if argument.kind not in (ArgKind.VARIABLE, ArgKind.LITERAL):
-                    raise _Rejected(f"argument {argument.text!r} must be a literal or a $variable")
-            calls.append(call)
-    final = answer.final_yield
-    if final is None or final.target.kind not in (YieldKind.CALL, YieldKind.RETURN):
-        raise _Rejected("end with yld call (to run your calls) or yld return (with Return[...])")
-    return calls, updates, returned, final.target.kind
+def _state(turn: ReactTurn) -> str:
+    rows = []
+    for name, value in turn.values.items():
+        declared = turn.variables.get(name)
+        rows.append(f"- ${name}{':' + declared if declared else ''} = {_shown(value)}")
+    return "Variables:\n" + ("\n".join(rows) if rows else "- (none)")
+
+
+def _shown(value: Any, limit: int = 600) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def apply_round(
+    execution: Execution, playbook: Playbook, verified: VerifiedRound, call_id: int, made: list[str]
+) -> tuple[str, bool, Any]:
+    """Apply a verified round: its Var lines, what it says, its calls in order, adding the calls that ran to
+    `made`; (the results as the next round reads them, whether the playbook is done, its value)."""
+    agent = execution.agent
+    variables = agent.state.variables
+    for update in verified.updates:
+        variables.set(
+            update.name,
+            coerce(_value_of(update.raw, update.value, variables), variables.type_of(update.name)),
+        )
+    for message in verified.said:
+        await execution.say("user", message)
+    results: list[str] = []
+    for call in verified.calls:
+        if call.name in verified.approvals and not await ask_approval(
+            execution, call, call_id, playbook=playbook.name
+        ):
+            results.append(f"{call.name} was refused by the user; it did not run")
+            continue
+        made.append(call_key(call))  # made, whatever it returns: the same call again would do the same
+        try:
+            result = await invoke_call(execution, call)
+        except (PlaybookFailed, CallError) as error:
+            # A tool that fails tells the model why, as a tool result (LangGraph's ToolNode, AutoGen and the
+            # ADK do the same): the next round can call something else, or answer.
+            results.append(f"{call.name} failed: {str(error).splitlines()[0]}")
+            continue
+        results.append(
+            f"{call.name} returned {_shown(result)}" + (f" (now ${call.result.name})" if call.result else "")
+        )
+    if results:
+        results.append(
+            "Answer with Return[...] when this answers the playbook's question, or call another tool."
+        )
+    if verified.yield_target is YieldKind.RETURN:
+        returned = verified.returned
+        value = _value_of(returned.raw, returned.value, variables) if returned is not None else None
+        return "", True, coerce(value, playbook.returns)
+    if verified.yield_target is YieldKind.USER:
+        answer = await execution.wait_for_user()
+        results.append(f"The user answered: {answer}")
+    return "\n".join(results) or "No calls were made.", False, None
+
+
+def _value_of(raw: str, value: Any, variables: Any) -> Any:
+    text = raw.strip()
+    if text.startswith("$") and text[1:] in variables:
+        return variables[text[1:]]
+    return value

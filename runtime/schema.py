@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pal_core.ir import Playbook
-from runtime.values import NotEvaluable, evaluate
+from runtime.expressions import NotEvaluable, evaluate
 
 JsonSchema = dict[str, Any]
 """A JSON Schema object."""

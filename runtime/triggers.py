@@ -12,10 +12,10 @@ import re
 from typing import TYPE_CHECKING
 
 from pal_core.contract import ContractSyntaxError, TriggerAction, parse_answer
-from pal_core.ir import Call, Playbook, Trigger
+from pal_core.ir import Call, Playbook, Trigger, TriggerCode
 from runtime.calls import invoke_call
+from runtime.expressions import NotEvaluable, evaluate, referenced_variables
 from runtime.models.base import ChatMessage, ModelRequest, RequestKind
-from runtime.values import NotEvaluable, evaluate, referenced_variables
 
 if TYPE_CHECKING:
     from runtime.agent import AgentInstance
@@ -26,7 +26,7 @@ _LEADING_WORD = re.compile(r"\s*(?:when|if|whenever|once)\s+", re.IGNORECASE)
 
 def machine_condition(trigger: Trigger) -> str | None:
     """The expression of a CND trigger the runtime can evaluate itself, else None."""
-    if trigger.code != "CND" or "$" not in trigger.text:
+    if trigger.code != TriggerCode.CND or "$" not in trigger.text:
         return None
     expression = _LEADING_WORD.sub("", trigger.text, count=1)
     names = referenced_variables(expression)
@@ -36,7 +36,7 @@ def machine_condition(trigger: Trigger) -> str | None:
         evaluate(expression, dict.fromkeys(names, 0))
     except NotEvaluable:
         # A type error with zeros does not mean the text is not an expression; only syntax matters here.
-        from runtime.values import parse_expression
+        from runtime.expressions import parse_expression
 
         try:
             parse_expression(expression)
@@ -86,7 +86,7 @@ def model_triggers(instance: AgentInstance) -> list[tuple[Playbook, Trigger]]:
     found = []
     for playbook in instance.playbooks.values():
         for trigger in playbook.triggers:
-            if trigger.code in ("CND", "EVT") and machine_condition(trigger) is None:
+            if trigger.code in (TriggerCode.CND, TriggerCode.EVT) and machine_condition(trigger) is None:
                 found.append((playbook, trigger))
     return found
 
@@ -114,7 +114,7 @@ async def check_message_triggers(execution: Execution) -> None:
         kind=RequestKind.TRIGGERS,
         grammar=shaping.trigger_check(tuple(known)).grammar if shaping is not None else None,
         messages=(ChatMessage(role="user", content=prompt),),
-        max_tokens=64,
+        max_tokens=services.limits.answer_tokens(RequestKind.TRIGGERS),
         temperature=execution.services.limits.temperature,
         seed=execution.services.limits.seed,
         metadata={"agent": instance.klass, "mode": "triggers"},

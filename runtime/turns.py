@@ -10,18 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract import ContractSyntaxError
+from pal_core.contract.fixed import computed_assignment, computed_condition, computed_return
 from pal_core.contract.model import ArtifactAction, ReturnAction, TriggerAction, VarAction, WhatAction
 from pal_core.contract.turn import TurnContext, describe_turn
 from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTurn, Violation, read_turn
 from pal_core.flow import END, PlaybookFlow
-from pal_core.ir import Call, YieldKind
+from pal_core.ir import Call, Opcode, YieldKind
+from pal_core.messaging import MessagingError
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import RunError
+from runtime.expressions import ComputationFailed, NotEvaluable, coerce, contract_evaluator, evaluate
+from runtime.fastpath import assigned_value, guard_holds, is_computed, step_failed
 from runtime.models.base import ChatMessage, ModelRequest, TurnShape
 from runtime.prompt import build_messages, retry_message
 from runtime.value_limits import ValueTooLarge, check_value
-from runtime.values import coerce
 
 if TYPE_CHECKING:
     from runtime.execution import Execution
@@ -52,7 +55,33 @@ def turn_context(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Turn
         declared_types=variables.types,
         in_meeting=frame.meeting_id is not None,
         heard=[message.content for message in agent.unread],
+        evaluate=contract_evaluator(variables.limits),
+        last_line=frame.last_line,
+        participants=_participants(execution, frame.meeting_id),
     )
+
+
+def _participants(execution: Execution, meeting_id: str | None) -> tuple[str, ...] | None:
+    """Who is in the frame's meeting now, by agent class (`human` for the user); None outside one."""
+    if meeting_id is None:
+        return None
+    services = execution.services
+    try:
+        meeting = services.meetings.meeting(meeting_id)
+    except MessagingError:
+        return None
+    names: list[str] = []
+    for member in (*meeting.participant_ids, *meeting.invitations):
+        if member == "human":
+            name = "human"
+        else:
+            instance = services.agents.instances.get(member)
+            if instance is None:
+                continue
+            name = instance.klass
+        if name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 async def model_turn(execution: Execution, frame: Frame, flow: PlaybookFlow) -> Control:
@@ -178,13 +207,29 @@ async def apply_turn(
     agent = execution.agent
     variables = agent.state.variables
     returned: Any = None
+    program_return: Any = _NOT_RETURNED
     execution.agent.unread.clear()  # the model has seen them
     changes = _changes_by_step(turn, variables)
     owned = _owned_vars(turn)
+    steps = [index for index, action in enumerate(turn.actions) if isinstance(action, ExecutedStep)]
     first = True
     for index, action in enumerate(turn.actions):
         if isinstance(action, ExecutedStep):
             step = action.step
+            following = next((turn.actions[later] for later in steps if later > index), None)
+            diverted = _program_guards(execution, frame, flow, action, following, call_id)
+            if diverted is not None:
+                # A guard the program computes decides otherwise than the answer's path (it depended on what
+                # this turn's calls returned): the program's way is taken, and the rest of the answer dropped.
+                await _flush_calls(execution, frame)
+                frame.line = diverted
+                return Control(model_call=call_id)
+            if computed_assignment(step):
+                value = assigned_value(execution, frame, step)  # the program computes it, not the model
+                if is_computed(value) and step.assignment is not None:
+                    changes.setdefault(index, {})[step.assignment.target.name] = value
+            elif computed_return(step):
+                program_return = _program_return(execution, frame, step)
             for line in action.implied:
                 implied = flow.by_line[line]
                 services.trace(
@@ -216,7 +261,7 @@ async def apply_turn(
                     execution, call, call_id, playbook=frame.playbook.name, line=frame.line
                 ):
                     continue
-                if call.name in SPEECH_CALLS or step.opcode == "EXE":
+                if call.name in SPEECH_CALLS or step.opcode == Opcode.EXE:
                     await invoke_call(execution, call)
                 else:
                     frame.queued.append(call)
@@ -255,10 +300,72 @@ async def apply_turn(
     frame.last_line = last.line if last is not None else frame.last_line
     frame.line = turn.next_line
     if turn.yield_target is YieldKind.RETURN or turn.next_line == END:
-        frame.return_value = (
-            coerce(returned, frame.playbook.returns) if turn.returned is not None else frame.return_value
-        )
+        if program_return is not _NOT_RETURNED:
+            frame.return_value = program_return  # the RET step's own value, computed by the runtime
+        elif turn.returned is not None:
+            frame.return_value = coerce(returned, frame.playbook.returns)
     return Control(yield_kind=turn.yield_target, yield_name=turn.yield_name, model_call=call_id)
+
+
+_NOT_RETURNED = object()
+
+
+def _program_guards(
+    execution: Execution,
+    frame: Frame,
+    flow: PlaybookFlow,
+    executed: ExecutedStep,
+    following: Any,
+    call_id: int,
+) -> str | None:
+    """Where execution goes instead when a guard the program computes, on the way to (or at) this step,
+    does not agree with the answer's path; None when every such guard agrees (or none can be computed)."""
+    path = [*executed.implied, executed.step.line]
+    after = [*following.implied, following.step.line] if following is not None else []
+    for position, line in enumerate(path):
+        guard = flow.by_line[line]
+        if not computed_condition(guard):
+            continue
+        holds = guard_holds(execution, frame, guard)
+        if holds is None:
+            continue
+        ahead = path[position + 1] if position + 1 < len(path) else (after[0] if after else None)
+        taken = executed.entered if line == executed.step.line else None
+        if taken is None and ahead is not None:
+            taken = ahead.startswith(guard.line + ".")
+        if taken is None or taken == holds:
+            continue
+        target = guard.children[0].line if holds else flow.after(guard)[0]
+        frame.last_line = line
+        execution.services.trace(
+            execution.agent,
+            "step",
+            playbook=frame.playbook.name,
+            line=line,
+            opcode=guard.opcode,
+            model_call=call_id,
+            detail=f"condition {'holds' if holds else 'fails'} (computed by the program; the answer's path "
+            "was not taken)",
+        )
+        return target
+    return None
+
+
+def _program_return(execution: Execution, frame: Frame, step: Any) -> Any:
+    """The value of a RET step the program computes (`RET "urgent"`); a computation that fails fails it."""
+    variables = execution.agent.state.variables
+    try:
+        value = evaluate(step.text, variables.snapshot(), variables.limits)
+    except ComputationFailed as error:
+        raise step_failed(execution, frame, step, step.text, error) from None
+    except NotEvaluable:
+        return _NOT_RETURNED
+    return coerce(value, frame.playbook.returns, variables.limits)
+
+
+async def _flush_calls(execution: Execution, frame: Frame) -> None:
+    while frame.queued:
+        await invoke_call(execution, frame.queued.pop(0))
 
 
 def _changes_by_step(turn: VerifiedTurn, variables: Any) -> dict[int, dict[str, Any]]:

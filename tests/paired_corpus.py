@@ -18,7 +18,7 @@ from pal_core.contract.verify import ContractViolation, ExecutedStep, VerifiedTu
 from pal_core.flow import END
 from pal_core.ir import YieldKind
 from pal_core.parser import parse
-from runtime.check_turn import location_context
+from runtime.answer_check import location_context
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "paired"
 
@@ -66,7 +66,12 @@ def judge(record: dict, context: TurnContext) -> Outcome:
             [item.format() for item in violation.violations],
             [r.format() for r in repairs],
         )
-    return Outcome(record, True, turn, [], [r.format() for r in repairs])
+    return Outcome(record, True, turn, [], [r.format() for r in (*repairs, *_fixed_values(turn))])
+
+
+def _fixed_values(turn: VerifiedTurn) -> tuple:
+    """What the verifier replaced with the program's own values (R16), with the repairs."""
+    return tuple(item for item in turn.repairs if item.code == "R16")
 
 
 def effect(turn: VerifiedTurn, context: TurnContext) -> tuple:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pal_core.builtins import BUILTINS, BuiltinKind
+from pal_core.contract.fixed import Evaluate, program_variables
 from pal_core.contract.model import StepRef
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import Agent, JsonValue, Playbook, PlaybookKind, Program
@@ -96,6 +97,19 @@ class TurnContext:
     """The program's agent classes (a yld may wait for one: `yld agent Host`)."""
     heard: tuple[str, ...] = ()
     """The text of the messages the turn brings (the user's reply, say), oldest first."""
+    values_known: bool = False
+    """Whether `values` holds the value of every variable that exists (the runtime), not none (`pal
+    check-turn`): a variable the program set may then be restated only with its value."""
+    evaluate: Evaluate | None = field(default=None, compare=False)
+    """How the program's expressions are computed here (the runtime's evaluator); None: literals only."""
+    program_variables: Mapping[str, str] = field(default_factory=dict)
+    """Variables the program sets itself (parameters, computed assignments, results of calls the runtime
+    makes), each with where: an answer writes one only where a step of the turn asks for it."""
+    last_line: str | None = None
+    """The line that ended the previous turn of this playbook (its question is answered now), if any."""
+    participants: tuple[str, ...] = ()
+    """In a meeting, who is in it (agent classes, `human` for the user): whom `Say("meeting @Name", ...)` may
+    give the turn, and what a chair's speaker choice names. Empty: not known (not checked)."""
 
     def callee(self, name: str) -> Callee | None:
         """What `name` calls, or None when it is not callable from here."""
@@ -130,6 +144,9 @@ def describe_turn(
     declared_types: Mapping[str, str] | None = None,
     in_meeting: bool = False,
     heard: Iterable[str] = (),
+    evaluate: Evaluate | None = None,
+    last_line: str | None = None,
+    participants: Iterable[str] | None = None,
 ) -> TurnContext:
     """The TurnContext of `playbook` of `agent` at `line`.
 
@@ -137,7 +154,9 @@ def describe_turn(
     program's); `other_playbooks` the same for other agents by class name. `variables` are the variables
     that exist (default: every variable the agent names, see `agent_variables`); `declared_types` the
     types declared anywhere in the agent (default: from the program); `heard` the text of the messages the
-    turn brings."""
+    turn brings; `evaluate` how the program's expressions are computed (the runtime's evaluator; default:
+    literals only); `last_line` the line that ended the previous turn; `participants` who is in the meeting
+    the frame runs in (default, in a meeting playbook: its owner and its declared attendees)."""
     own = list(playbooks) if playbooks is not None else list(agent.playbooks)
     named = agent_variables(agent)
     known = dict(variables) if variables is not None else dict(named)
@@ -186,7 +205,31 @@ def describe_turn(
         in_meeting=in_meeting,
         known_agents=frozenset(other.name for other in program.agents),
         heard=tuple(heard),
+        values_known=values is not None,
+        evaluate=evaluate,
+        program_variables=_program_variables(agent, playbook),
+        last_line=last_line,
+        participants=tuple(participants)
+        if participants is not None
+        else _attendees(agent, playbook, in_meeting),
     )
+
+
+def _attendees(agent: Agent, playbook: Playbook, in_meeting: bool) -> tuple[str, ...]:
+    """Who a meeting playbook's meeting holds, as the program declares it (empty when it declares none)."""
+    if not in_meeting:
+        return ()
+    declared = (*playbook.metadata.required_attendees, *playbook.metadata.optional_attendees)
+    return (agent.name, *declared) if declared else ()
+
+
+def _program_variables(agent: Agent, playbook: Playbook) -> dict[str, str]:
+    """The variables the program sets itself, over every playbook of the agent (variables are the agent's),
+    with the running playbook's parameters."""
+    steps = [step for candidate in agent.playbooks for step in candidate.all_steps()]
+    if playbook not in agent.playbooks:
+        steps.extend(playbook.all_steps())
+    return program_variables(steps, [parameter.name for parameter in playbook.parameters])
 
 
 def agent_variables(agent: Agent) -> dict[str, str | None]:

@@ -26,6 +26,8 @@ Rules (codes are stable; docs/contract.md explains each):
   V14 an unknown yield target
   V15 something after the final `yld`
   V16 `Return[...]` where the playbook does not end
+  V17-V19 values the program fixes (pal_core.contract.fixed): a value stated otherwise than the program
+      computes it, a guard it computes taken the other way, a value outside the choices a step gives
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from __future__ import annotations
 import ast
 import keyword
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pal_core.builtins import SPEECH_CALLS
+from pal_core.contract.fixed import check_fixed
+from pal_core.contract.meeting import check_meeting_targets
 from pal_core.contract.model import (
     Answer,
     ArtifactAction,
@@ -148,7 +152,7 @@ def read_turn(text: str, context: TurnContext) -> VerifiedTurn:
         next_line=turn.next_line,
         returned=turn.returned,
         summary=turn.summary,
-        repairs=repairs,
+        repairs=repairs + turn.repairs,
     )
 
 
@@ -156,9 +160,28 @@ def verify(answer: Answer, context: TurnContext) -> VerifiedTurn:
     """Check every rule; return what to apply, or raise ContractViolation with all violations."""
     checker = _Checker(answer, context)
     turn = checker.run()
+    if not checker.violations and turn is not None:
+        turn = _with_fixed_values(turn, context, checker.violations)
+
     if checker.violations or turn is None:
         raise ContractViolation(checker.violations, answer.raw)
     return turn
+
+
+def _with_fixed_values(turn: VerifiedTurn, context: TurnContext, violations: list[Violation]) -> VerifiedTurn:
+    """The turn with the values the program fixes in place (pal_core.contract.fixed): what the answer stated
+    otherwise is replaced (R16), and its broken rules (V17-V19) are added to `violations`."""
+    fixed, replaced, broken = check_fixed(turn, context)
+    broken += check_meeting_targets(fixed, context)
+    violations.extend(
+        Violation(code=item.code, message=item.message, answer_line=_line_of(item.action)) for item in broken
+    )
+    if not replaced:
+        return fixed
+    notes = tuple(
+        Repair(code="R16", message=item.message, answer_line=_line_of(item.action)) for item in replaced
+    )
+    return replace(fixed, repairs=fixed.repairs + notes)
 
 
 def _line_of(action: object) -> int | None:

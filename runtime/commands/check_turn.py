@@ -21,7 +21,7 @@ ARGUMENTS: dict[str, Callable[[argparse.ArgumentParser], None]] = {"check-turn":
 
 
 def check_turn(args: argparse.Namespace) -> int:
-    from runtime.check_turn import check_answers
+    from runtime.answer_check import check_answers
     from runtime.loader import load
 
     if bool(args.program) != bool(args.at):

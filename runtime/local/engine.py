@@ -60,7 +60,7 @@ THREADS_ENV = "PAL_LOCAL_THREADS"
 """Fixes the CPU threads the local model uses (default: chosen per call from the machine's load)."""
 
 CONTEXT_ENV = "PAL_LOCAL_CONTEXT"
-"""Overrides the local model's context window in tokens (default 4096)."""
+"""Overrides the local model's context window in tokens (default 8192)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,8 +94,10 @@ class LocalSettings:
 
     n_threads: int | None = None
     """CPU threads; None: chosen before each call from the cores free at that moment."""
-    n_ctx: int = 4096
-    """Context window in tokens (prompt and answer)."""
+    n_ctx: int = 8192
+    """Context window in tokens (prompt and answer): SmolLM2's trained length. Imported programs' turns
+    reach 4,000-7,900 tokens; 8192 costs about 94 MB more than 4096 (its KV cache) and no time per turn
+    (docs/local-model.md has the measurement)."""
     reuse_prompt: bool = True
     """Take the chunks a prompt shares with the previous call's prompt from the cache (same answers)."""
     chunk_tokens: int = CHUNK_TOKENS
@@ -130,6 +132,10 @@ class LocalSettings:
 
 class LocalModelNotInstalled(ModelNotAvailable):
     """llama-cpp-python or the package holding the GGUF file is missing."""
+
+
+class PromptTooLong(ModelError):
+    """A prompt that does not fit the model's context window (the message names its largest parts)."""
 
 
 class LocalGrammarError(ModelError):
@@ -296,10 +302,11 @@ class LocalEngine:
             tokens = llama.tokenize(
                 formatted.prompt.encode("utf-8"), add_bos=not formatted.added_special, special=True
             )
-            if len(tokens) >= self.settings.n_ctx:
-                raise ModelError(
-                    f"{PROVIDER} model {self.path.name}: the prompt has {len(tokens)} tokens, more than the "
-                    f"context window of {self.settings.n_ctx} ({CONTEXT_ENV} sets it)"
+            if len(tokens) + min(max_tokens, 64) > self.settings.n_ctx:
+                raise PromptTooLong(
+                    f"{PROVIDER} model {self.path.name}: the prompt has {len(tokens)} tokens and its answer "
+                    f"needs room too, more than the context window of {self.settings.n_ctx} ({CONTEXT_ENV} sets "
+                    f"it); the largest parts of the prompt: {_largest_parts(llama, chat)}"
                 )
             threads = self._use_threads(llama)
             started = time.perf_counter()
@@ -410,6 +417,26 @@ class LocalEngine:
                 entry = None
         self._chunked = tokens[: len(tokens) // size * size]
         return reused, loaded
+
+
+def _largest_parts(llama: Any, chat: list[dict[str, str]], shown: int = 3) -> str:
+    """The largest parts of a prompt, in tokens: the system message, each `## ` section of the others
+    (`## State 2,904 tokens, ## The playbook you are executing 1,210 tokens, ...`)."""
+    sizes: list[tuple[int, str]] = []
+    for message in chat:
+        content = message["content"]
+        if message["role"] == "system":
+            sections = [("the system prompt", content)]
+        else:
+            pieces = content.split("\n\n## ")
+            sections = [
+                (f"## {piece.split(chr(10), 1)[0]}" if index else piece.split("\n", 1)[0], piece)
+                for index, piece in enumerate(pieces)
+            ]
+        for name, text in sections:
+            sizes.append((len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)), name))
+    sizes.sort(reverse=True)
+    return ", ".join(f"{name[:60]} {count:,} tokens" for count, name in sizes[:shown])
 
 
 def _common_length(first: Sequence[Any], second: Sequence[Any]) -> int:

@@ -2,7 +2,7 @@
 
 A small model follows a format far better when it has seen it filled in for the very playbook it
 runs. `build_example_turns` walks the playbook's flow graph like a turn would (pal_core.flow through
-runtime.local.turns) and writes each step the way the turn grammar admits it: the first example
+runtime.local.turn_plan) and writes each step the way the turn grammar admits it: the first example
 starts the playbook, the second continues after the first one's yield (or, when the first one
 finished the playbook, takes another branch from the start).
 
@@ -19,16 +19,18 @@ import json
 import re
 from dataclasses import dataclass, replace
 
+from pal_core.contract.fixed import choice_list
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import EdgeKind
-from pal_core.ir import ArgKind, Call, JsonValue, Step
+from pal_core.ir import ArgKind, Call, JsonValue, Opcode, Step
 from pal_core.step_text import TYPED_VARIABLE_RE
-from runtime.local.turns import (
+from runtime.local.turn_plan import (
     SPEECH,
     TurnLimits,
     TurnPlan,
     ValueKind,
     argument_text,
+    program_message,
     returns_value,
     say_target,
     writes_call,
@@ -148,7 +150,10 @@ class _ExampleWriter:
         lines.append("plan – " + _clip(f"execute {name} from line {entry}", self.limits.line_chars))
         # What the reply brings: first the variables the first step's call needs (the grammar requires them).
         needed = plan.needed_first(entry)
-        leading = (*needed, *(variable for variable in asked if variable not in needed))
+        leading = (
+            *needed,
+            *(variable for variable in asked if variable not in needed and variable in plan.writable),
+        )
         for variable in leading[: max(self.limits.leading_vars, len(needed))]:
             lines.append(self._var(variable, self._placeholder(variable)))
         if leading:
@@ -205,10 +210,10 @@ class _ExampleWriter:
     def _enters_retry(self, line: str, target: str) -> bool:
         """Whether going from `line` to `target` enters the body of a CND that jumps back (a retry loop)."""
         step = self.plan.steps[line]
-        if step.opcode != "CND" or not step.children or step.children[0].line != target:
+        if step.opcode != Opcode.CND or not step.children or step.children[0].line != target:
             return False
         return any(
-            inner.opcode == "JMP" and inner.jump_target is not None and inner.jump_target <= step.line
+            inner.opcode == Opcode.JMP and inner.jump_target is not None and inner.jump_target <= step.line
             for inner in step.walk()
         )
 
@@ -237,15 +242,19 @@ class _ExampleWriter:
             return [f"{head} {self._return(step)}"]
         if step.call is not None and writes_call(step):
             return [f"{head} `{self._call(step.call)}`"]
-        if step.opcode == "EXE":
+        if step.opcode == Opcode.EXE:
             if step.assignment is not None:
                 target = step.assignment.target.name
+                choices = self._choices(step)
+                if choices:
+                    return [head, self._var(target, choices[0])]
                 return [head, self._var(target, self._assigned(target, step.assignment.expression))]
             produced = plan.declared_in(step)[: self.limits.step_vars]
             return [head] + [self._var(name, self._placeholder(name)) for name in produced]
-        if step.opcode == "QUE":
-            return [f'{head} `Say("user", {_json(self._message(step.text))})`']
-        if step.opcode == "CND":
+        if step.opcode == Opcode.QUE:
+            target = "meeting" if plan.context.in_meeting else "user"
+            return [f'{head} `Say("{target}", {_json(self._message(step.text))})`']
+        if step.opcode == Opcode.CND:
             return [f"{head} {self._condition_note(step, following)}"]
         return [head]
 
@@ -268,7 +277,10 @@ class _ExampleWriter:
             result = f"${call.result.name}{typed} = "
             self._remember(call.result.name, self._placeholder(call.result.name))
         if call.name in SPEECH:
-            text = call.arguments[-1].text if call.arguments else "Hello"
+            message = call.arguments[-1] if call.arguments else None
+            if message is not None and program_message(call):
+                return f"{result}{call.name}({say_target(call)}, {argument_text(message)})"
+            text = message.text if message is not None else "Hello"
             return f"{result}{call.name}({say_target(call)}, {_json(self._message(text))})"
         arguments = []
         for argument in call.arguments:
@@ -295,6 +307,11 @@ class _ExampleWriter:
         return f"{'yes' if entered else 'no'} — {reason}"
 
     # Values --------------------------------------------------------------------------------------
+
+    def _choices(self, step: Step) -> list[JsonValue] | None:
+        source = choice_list(step)
+        options = self.values.get(source) if source is not None else None
+        return options if isinstance(options, list) and options else None
 
     def _var(self, name: str, value: JsonValue) -> str:
         self._remember(name, value)

@@ -32,21 +32,25 @@ everything: the grammar makes violations rare, the verifier makes them harmless.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pal_core.contract.fixed import choice_list
 from pal_core.contract.turn import TurnContext
 from pal_core.flow import END, EdgeKind
-from pal_core.ir import ArgKind, Call, Step
-from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
-from runtime.local.turns import (
+from pal_core.ir import ArgKind, Call, Opcode, Step
+from runtime.local.gbnf import RuleSet, alternatives, literal, rule_name
+from runtime.local.grammar_text import TextRules
+from runtime.local.turn_plan import (
     SPEECH,
     Callee,
     TurnLimits,
     TurnPlan,
     ValueKind,
     argument_text,
+    program_message,
     returns_value,
     say_target,
     writes_call,
@@ -91,11 +95,10 @@ def build_turn_grammar(
     return TurnGrammar(text=text, entries=plan.entries, max_steps=plan.budget, rule_count=len(builder.rules))
 
 
-class _GrammarBuilder:
+class _GrammarBuilder(TextRules):
     def __init__(self, plan: TurnPlan, heard: tuple[str, ...] = ()) -> None:
+        super().__init__(RuleSet(), plan.limits)
         self.plan = plan
-        self.limits = plan.limits
-        self.rules = RuleSet()
         self.heard = heard
         """Numbers in the messages the turn brings, as JSON text."""
 
@@ -146,7 +149,7 @@ class _GrammarBuilder:
                 ends.append(fired)
         following = plan.next_lines(line, remaining)
         step = plan.steps[line]
-        if step.opcode == "CND" and step.children:
+        if step.opcode == Opcode.CND and step.children:
             # The answer states the outcome (`yes — reason` / `no — reason`) and the path must follow it.
             edges = plan.flow.edges_from(line)
             entered = {edge.target for edge in edges if edge.kind is EdgeKind.ENTER}
@@ -191,11 +194,10 @@ class _GrammarBuilder:
 
     def _leading_vars(self) -> str | None:
         variables = self.plan.variables
-        if not variables:
+        writable = self.plan.writable
+        if not writable:
             return None
-        options = [
-            f"{literal(f'${name}, ')} {self._new_value(name, kind)}" for name, kind in variables.items()
-        ]
+        options = [f"{literal(f'${name}, ')} {self._new_value(name, variables[name])}" for name in writable]
         close = literal("]`\n")
         self.rules.define("lead-var", f"{literal('`Var[')} {alternatives(options)} {close}")
         return f"lead-var{{1,{self.limits.leading_vars}}}"
@@ -223,10 +225,15 @@ class _GrammarBuilder:
             return self._return(step), ""
         if step.call is not None and writes_call(step):
             return f"{literal(' `')} {self._call(step.call)} {literal('`')}", ""
-        if step.opcode == "EXE":
+        if step.opcode == Opcode.EXE:
             if step.assignment is not None:
-                kind = self.plan.variables.get(step.assignment.target.name, ValueKind.ANY)
-                return "", self._var_line(step.assignment.target.name, kind)
+                name = step.assignment.target.name
+                choices = self._choices(step)
+                if choices is not None:
+                    close = literal("]`\n")
+                    return "", f"{literal(f'`Var[${name}, ')} {choices} {close}"
+                kind = self.plan.variables.get(name, ValueKind.ANY)
+                return "", self._var_line(name, kind)
             names = self.plan.mentioned(step)
             note = f"( {literal(' ')} {self._note()} )?"
             if not names:
@@ -234,18 +241,48 @@ class _GrammarBuilder:
             options = [self._var_line(name, self.plan.variables.get(name, ValueKind.ANY)) for name in names]
             lines = self.rules.define(rule_name("vars", step.line), alternatives(options))
             return note, f"{lines}{{0,{min(len(names), self.limits.step_vars)}}}"
-        if step.opcode == "QUE":
+        if step.opcode == Opcode.QUE:
             # A QUE step in words queues something: a message to the user, or a call to a known callee.
-            options = [f"{_SAY_TO_USER} {self._say_message()} {literal(')`')}"]
+            options = [f"{target} {self._say_message()} {literal(')`')}" for target in self._say_targets()]
             free = self._free_call()
             if free is not None:
                 options.append(f"{literal(' `')} {free} {literal('`')}")
             return alternatives(options), ""
-        if step.opcode == "CND":
+        if step.opcode == Opcode.CND:
             return f"{literal(' ')} {self._note()}", ""
-        if step.opcode in ("TNK", "CHK"):
+        if step.opcode in (Opcode.TNK, Opcode.CHK):
             return f"( {literal(' ')} {self._note()} )?", ""
         return "", ""
+
+    def _say_targets(self) -> list[str]:
+        """Whom a step in words speaks to: the user; in a meeting, the meeting, or its participants by name."""
+        context = self.plan.context
+        if not context.in_meeting:
+            return [_SAY_TO_USER]
+        targets = [literal(' `Say("meeting", ')]
+        targets += [
+            literal(f' `Say("meeting @{name}", ')
+            for name in context.participants
+            if name not in (context.agent,)
+        ]
+        return targets
+
+    def _choices(self, step: Step) -> str | None:
+        """The values a step that chooses from a list the program holds may give (`$choice = ... one of
+        $candidates ...`): exactly the list's items, when the turn knows them."""
+        source = choice_list(step)
+        options = self.plan.context.values.get(source) if source is not None else None
+        if not isinstance(options, list) or not options:
+            return None
+        texts = []
+        for option in options:
+            try:
+                texts.append(json.dumps(option, ensure_ascii=False))
+            except (TypeError, ValueError):
+                return None
+        return self.rules.define(
+            rule_name("choice", step.line), alternatives(literal(text) for text in texts)
+        )
 
     def _return(self, step: Step) -> str:
         plan = self.plan
@@ -283,7 +320,19 @@ class _GrammarBuilder:
             parts.append(literal(f"${call.result.name}{typed} = "))
         if call.name in SPEECH:
             target = say_target(call)
-            parts.append(f"{literal(f'{call.name}({target}, ')} {self._say_message()} {literal(')')}")
+            message = call.arguments[-1] if call.arguments else None
+            if message is not None and program_message(call):
+                # The program's own message (the runtime says it as written).
+                said = literal(f"{call.name}({target}, {argument_text(message)})")
+                parts.append(said)
+                return " ".join(parts)
+            context = self.plan.context
+            targets = [target]
+            if context.in_meeting and target == '"meeting"':
+                # In a meeting the message may give named participants the turn (`meeting @Chef`).
+                targets += [f'"meeting @{name}"' for name in context.participants if name != context.agent]
+            opening = alternatives(literal(f"{call.name}({option}, ") for option in targets)
+            parts.append(f"{opening} {self._say_message()} {literal(')')}")
             return " ".join(parts)
         pieces: list[str] = [literal(f"{call.name}(")]
         for index, argument in enumerate(call.arguments):
@@ -314,7 +363,7 @@ class _GrammarBuilder:
                 options.append(f"{literal(callee.name + '(')} {args} {literal(')')}")
             else:
                 options.append(literal(callee.name + "()"))
-        names = list(self.plan.variables)
+        names = list(self.plan.writable)
         call = self.rules.define("free-call", alternatives(options))
         if not names:
             return call
@@ -329,69 +378,6 @@ class _GrammarBuilder:
         ]
         options.extend(literal(f"${name}") for name in self.plan.existing)
         return self.rules.define("argument", alternatives(options))
-
-    # Text and values ------------------------------------------------------------------------------
-
-    def _chars(self, name: str, maximum: int, minimum: int = 0) -> str:
-        """`maximum` characters of a double-quoted string's inside (no quote, backslash, backtick)."""
-        self.rules.define("str-char", char_class('"\\`', _CONTROL, negated=True))
-        return self.rules.define(rule_name(name, "text"), f"str-char{{{minimum},{maximum}}}")
-
-    def _value_text(self, name: str, maximum: int) -> str:
-        """The inside of a string value the model writes into a variable, a return or its summary: like
-        `_chars`, but never starting with `<`. The example turns show values as stand-ins such as
-        `"<order status>"`; a model that copied one would return made-up text, so no answer can."""
-        self.rules.define("str-char", char_class('"\\`', _CONTROL, negated=True))
-        self.rules.define("value-first-char", char_class('"\\`<', _CONTROL, negated=True))
-        body = f"( value-first-char str-char{{0,{maximum - 1}}} )?"
-        return self.rules.define(rule_name(name, "text"), body)
-
-    def _say_message(self) -> str:
-        text = self._chars("say", self.limits.say_chars, minimum=1)
-        return self.rules.define("say-message", f"{_QUOTE} {text} {_QUOTE}")
-
-    def _line_text(self) -> str:
-        self.rules.define("line-char", char_class("", _CONTROL, negated=True))
-        return self.rules.define("line-text", f"line-char{{1,{self.limits.line_chars}}}")
-
-    def _note(self) -> str:
-        first = char_class(" `[]" + _NOTE_OPENERS_EXCLUDED, _CONTROL, negated=True)
-        self.rules.define("note-char", char_class("`[]", _CONTROL, negated=True))
-        return self.rules.define("note", f"{first} note-char{{0,{self.limits.note_chars - 1}}}")
-
-    def _reason(self) -> str:
-        """The reason after a CND's `yes — ` / `no — `: any first character (nothing there reads as `yld`)."""
-        first = char_class(" `[]", _CONTROL, negated=True)
-        self.rules.define("note-char", char_class("`[]", _CONTROL, negated=True))
-        return self.rules.define("reason", f"{first} note-char{{0,{self.limits.note_chars - 1}}}")
-
-    def _value(self, kind: ValueKind) -> str:
-        """The rule for a JSON value of `kind`, defining it (and what it uses) on first use."""
-        rules = self.rules
-        limits = self.limits
-        if kind is ValueKind.STRING:
-            text = self._value_text("string", limits.string_chars)
-            return rules.define("v-string", f"{_QUOTE} {text} {_QUOTE}")
-        if kind is ValueKind.INTEGER:
-            return rules.define("v-integer", '"0" | "-"? [1-9] [0-9]{0,14}')
-        if kind is ValueKind.NUMBER:
-            return rules.define("v-number", '"-"? ( "0" | [1-9] [0-9]{0,14} ) ( "." [0-9]{1,8} )?')
-        if kind is ValueKind.BOOLEAN:
-            return rules.define("v-boolean", '"true" | "false"')
-        scalar = rules.define(
-            "v-scalar",
-            f"{self._value(ValueKind.STRING)} | {self._value(ValueKind.NUMBER)} | "
-            f'{self._value(ValueKind.BOOLEAN)} | "null"',
-        )
-        more = limits.list_items - 1
-        if kind is ValueKind.LIST:
-            return rules.define("v-list", f'"[" ( {scalar} ( ", " {scalar} ){{0,{more}}} )? "]"')
-        if kind is ValueKind.OBJECT:
-            entry = rules.define("v-entry", f'{self._value(ValueKind.STRING)} ": " {scalar}')
-            return rules.define("v-object", f'"{{" ( {entry} ( ", " {entry} ){{0,{more}}} )? "}}"')
-        lists = self._value(ValueKind.LIST)
-        objects = self._value(ValueKind.OBJECT)
-        return rules.define("v-any", f"{scalar} | {lists} | {objects}")
 
 
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.,])-?(?:\d{1,3}(?:,\d{3})+|\d{1,15})(?:\.\d{1,8})?(?!\w)(?![.,]\d)")

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import logging
 
+from pal_core.contract.react import ReactTurn
 from pal_core.contract.turn import TurnContext
 from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.grammar import build_turn_grammar, trigger_check_grammar
-from runtime.local.turns import GrammarError
+from runtime.local.react_grammar import build_react_grammar, react_examples
+from runtime.local.turn_plan import GrammarError
 from runtime.models.base import TurnShape
 
 logger = logging.getLogger("runtime.local")
@@ -25,9 +27,11 @@ class GrammarShaping:
 
     __slots__ = ()
 
-    def shape(self, turn: TurnContext) -> TurnShape:
-        """The grammar of the turn and two example turns of its playbook (either None when it cannot be
-        built: the turn is then unconstrained)."""
+    def shape(self, turn: TurnContext | ReactTurn) -> TurnShape:
+        """The grammar of the turn and example answers of its kind (either None when it cannot be built:
+        the turn is then unconstrained): a turn of numbered steps, or a react round."""
+        if isinstance(turn, ReactTurn):
+            return TurnShape(grammar=build_react_grammar(turn), examples=react_examples(turn))
         return TurnShape(grammar=turn_grammar(turn), examples=turn_examples(turn))
 
     def trigger_check(self, triggers: tuple[str, ...]) -> TurnShape:

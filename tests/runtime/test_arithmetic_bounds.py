@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtime.expressions import NotEvaluable, evaluate
 from runtime.value_limits import DEFAULT_VALUE_LIMITS, ValueTooLarge, measure
-from runtime.values import NotEvaluable, evaluate
 
 ANSWER_SECONDS = 60
 """How long one expression may take in the worker: far more than any takes on a busy machine (they take

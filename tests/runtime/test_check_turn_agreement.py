@@ -15,7 +15,7 @@ import pytest
 from pal_core.contract.turn import agent_variables
 from pal_core.ir import PlaybookKind, Program
 from pal_core.parser import parse
-from runtime.check_turn import check_answers
+from runtime.answer_check import check_answers
 from runtime.execution import Execution
 from runtime.program_run import ProgramRun
 from runtime.state import Frame

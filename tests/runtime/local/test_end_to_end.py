@@ -24,7 +24,7 @@ from runtime.humans import ScriptedHuman
 from runtime.loader import load
 from runtime.local.fewshot import build_example_turns
 from runtime.local.model import DEFAULT_MODEL
-from runtime.local.turns import GrammarError, local_context
+from runtime.local.turn_plan import GrammarError, local_context
 from runtime.models import resolve_model
 from runtime.program_run import ProgramRun, RunLimits, RunResult
 from runtime.trace import Tracer

@@ -20,7 +20,7 @@ from runtime.local.cpu import usable_cpus
 from runtime.local.fewshot import build_example_turns, render_examples
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.model import DEFAULT_MODEL, LocalEngine, LocalSettings, engine, find_bundled_model
-from runtime.local.turns import local_context
+from runtime.local.turn_plan import local_context
 from runtime.models import resolve_model
 from runtime.models.progress import ModelProgress, listening_to_progress
 from runtime.program_run import ProgramRun, RunLimits

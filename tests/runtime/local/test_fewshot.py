@@ -18,7 +18,7 @@ from pal_core.parser import parse
 from runtime.local.fewshot import ExampleTurn, build_example_turns, render_examples
 from runtime.local.gbnf_check import Grammar, parse_gbnf
 from runtime.local.grammar import build_turn_grammar
-from runtime.local.turns import GrammarError, local_context
+from runtime.local.turn_plan import GrammarError, local_context
 from tests.conftest import CORPUS, FIXTURES
 
 SEED = FIXTURES / "pal" / "seed_customer_support.pal"

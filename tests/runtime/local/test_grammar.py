@@ -14,7 +14,7 @@ from pal_core.ir import PlaybookKind, Program
 from pal_core.parser import parse
 from runtime.local.gbnf_check import Grammar, parse_gbnf
 from runtime.local.grammar import build_turn_grammar
-from runtime.local.turns import GrammarError, TurnLimits, TurnPlan, local_context
+from runtime.local.turn_plan import GrammarError, TurnLimits, TurnPlan, local_context
 from tests.conftest import CORPUS, FIXTURES
 
 SEED = FIXTURES / "pal" / "seed_customer_support.pal"

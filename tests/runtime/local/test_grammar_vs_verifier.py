@@ -18,7 +18,7 @@ from pal_core.ir import Agent, PlaybookKind, Program
 from pal_core.parser import parse
 from runtime.local.gbnf_check import parse_gbnf
 from runtime.local.grammar import build_turn_grammar
-from runtime.local.turns import GrammarError
+from runtime.local.turn_plan import GrammarError
 from tests.conftest import CORPUS, FIXTURES
 from tests.runtime.local.sampling import sample
 

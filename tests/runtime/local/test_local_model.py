@@ -29,7 +29,7 @@ from runtime.local.gbnf_check import GbnfError, parse_gbnf
 from runtime.local.grammar import build_turn_grammar
 from runtime.local.llama_grammar import accepts, check_grammar, vocabulary
 from runtime.local.model import LocalGrammarError, engine, find_bundled_model, register_local_model
-from runtime.local.turns import GrammarError, local_context
+from runtime.local.turn_plan import GrammarError, local_context
 from runtime.models import ChatMessage, ModelRequest, resolve_model
 from tests.conftest import CORPUS, FIXTURES
 from tests.runtime.local.sampling import sample
@@ -197,3 +197,22 @@ def test_a_grammar_llama_cpp_would_refuse_is_an_error_and_the_model_still_works(
         "yes",
         "no",
     )
+
+
+def test_a_prompt_too_long_for_the_window_names_its_largest_parts() -> None:
+    from runtime.local.model import LocalSettings, PromptTooLong
+
+    small = engine("smollm2", LocalSettings(n_ctx=256))
+    messages = [
+        {"role": "system", "content": "You run playbooks."},
+        {
+            "role": "user",
+            "content": "# Agent Clerk\n\n## State\n"
+            + "- $notes = a long note\n" * 120
+            + "\n\n## Your task\nGo on.",
+        },
+    ]
+    with pytest.raises(
+        PromptTooLong, match=r"context window of 256 .*the largest parts of the prompt: ## State \d"
+    ):
+        small.generate(messages, max_tokens=16, temperature=0.0)

@@ -78,7 +78,7 @@ def test_a_gguf_path_after_local_must_exist(tmp_path: Path) -> None:
 
 
 def test_settings_are_checked_and_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert LocalSettings() == LocalSettings(n_threads=None, n_ctx=4096, reuse_prompt=True, chunk_tokens=64)
+    assert LocalSettings() == LocalSettings(n_threads=None, n_ctx=8192, reuse_prompt=True, chunk_tokens=64)
     with pytest.raises(ValueError, match="n_threads must be a positive integer"):
         LocalSettings(n_threads=0)
     with pytest.raises(ValueError, match="chunk_tokens must be a positive integer"):

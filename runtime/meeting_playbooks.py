@@ -1,4 +1,4 @@
-"""Meetings in the runtime (seed 002 §2.3, §7.4): calling a `meeting: true` playbook creates a meeting,
+"""Meeting playbooks in the runtime (seed 002 §2.3, §7.4): calling a `meeting: true` playbook creates a meeting,
 invites the attendees, waits for the required ones and runs the playbook in the meeting; an invited
 agent joins by running its playbook of the same name. Ending the owner's playbook ends the meeting.
 

@@ -1,4 +1,4 @@
-"""Values in the runtime: a safe evaluator for the expressions PAL steps write, and declared-type checks.
+"""The expressions PAL steps write, evaluated by the runtime itself, and values coerced to declared types.
 
 `evaluate` accepts literals, `$variables`, arithmetic, bitwise operators, comparisons, boolean logic, `in`,
 indexing, f-strings and a few pure builtins (len, str, int, float, round, abs, min, max, sorted). It walks
@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pal_core.contract.fixed import ComputationFailed as ContractComputationFailed
+from pal_core.contract.fixed import Evaluate, NotComputable
 from pal_core.pysource import parse_python
 from pal_core.step_text import python_source
 from runtime.value_limits import (
@@ -44,6 +46,12 @@ _MISSING = object()
 
 class NotEvaluable(Exception):
     """The text is not an expression the runtime can evaluate by itself."""
+
+
+class ComputationFailed(NotEvaluable):
+    """The program's own computation fails (`1 / 0`, `"a" + 1`, a missing key): a step fails with this
+    error, as a computation refused for its size does; it is never handed to the model. (A NotEvaluable, for
+    the callers that only need to know the runtime has no value: a trigger's condition, a default.)"""
 
 
 _BINARY: dict[type, Callable[[Any, Any], Any]] = {
@@ -75,9 +83,19 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.GtE: operator.ge,
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
-    ast.Is: operator.is_,
-    ast.IsNot: operator.is_not,
+    ast.Is: lambda a, b: _is(a, b),
+    ast.IsNot: lambda a, b: not _is(a, b),
 }
+
+
+def _is(left: Any, right: Any) -> bool:
+    """`is` as PAL programs mean it: identity for None, True and False (`$x is None`), equality otherwise
+    (`$status is "complete"`: two equal texts are not one object in Python, but they are one value in PAL)."""
+    if left is None or right is None or isinstance(left, bool) or isinstance(right, bool):
+        return left is right
+    return bool(left == right)
+
+
 _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len,
     "str": str,
@@ -113,17 +131,18 @@ def referenced_variables(text: str) -> set[str]:
 
 def evaluate(text: str, variables: Mapping[str, Any], limits: ValueLimits | None = None) -> Any:
     """The value of an expression over `variables` (keys without `$`), within the value-size `limits`
-    (default: DEFAULT_VALUE_LIMITS). NotEvaluable when the runtime cannot compute it alone; ValueTooLarge
-    when it could, but the result would be over the limits."""
+    (default: DEFAULT_VALUE_LIMITS). NotEvaluable when the runtime cannot compute it alone (words, a
+    variable that is not set); ComputationFailed when the computation itself fails; ValueTooLarge when it
+    could, but the result would be over the limits."""
     return evaluate_tree(parse_expression(text), variables, limits)
 
 
 def evaluate_tree(node: ast.AST, variables: Mapping[str, Any], limits: ValueLimits | None = None) -> Any:
-    """Evaluate a parsed expression; NotEvaluable for anything outside the safe subset, ValueTooLarge for
-    a result over the limits."""
+    """Evaluate a parsed expression; NotEvaluable for anything outside the safe subset, ComputationFailed
+    when the computation fails, ValueTooLarge for a result over the limits."""
     try:
         return _Evaluator(variables, limits or DEFAULT_VALUE_LIMITS).eval(node)
-    except (NotEvaluable, ValueTooLarge):
+    except (NotEvaluable, ComputationFailed, ValueTooLarge):
         raise
     except RecursionError:
         raise NotEvaluable("expression too deep") from None
@@ -133,8 +152,8 @@ def evaluate_tree(node: ast.AST, variables: Mapping[str, Any], limits: ValueLimi
             budget="float_range",
             limit=sys.float_info.max,
         ) from None
-    except Exception as error:  # a type error in the program's own arithmetic: let the model handle it
-        raise NotEvaluable(f"{type(error).__name__}: {error}") from None
+    except Exception as error:  # the program's own arithmetic fails: the step fails with the error
+        raise ComputationFailed(f"{type(error).__name__}: {error}") from None
 
 
 class _Evaluator:
@@ -351,3 +370,21 @@ def _int_from_digits(text: str, limits: ValueLimits | None) -> int:
             budget="max_int_digits",
             limit=limit,
         ) from None
+
+
+def contract_evaluator(limits: ValueLimits | None) -> Evaluate:
+    """The evaluator a turn's description carries (pal_core.contract.fixed.Evaluate): this module's, with its
+    errors as the verifier reads them. A value over the budgets is not computed while verifying (the runtime
+    refuses it when it runs the step)."""
+
+    def evaluate_for_contract(text: str, values: Mapping[str, Any]) -> Any:
+        try:
+            return evaluate(text, values, limits)
+        except ComputationFailed as error:
+            raise ContractComputationFailed(str(error)) from None
+        except NotEvaluable as error:
+            raise NotComputable(str(error)) from None
+        except ValueTooLarge as error:
+            raise NotComputable(str(error)) from None
+
+    return evaluate_for_contract

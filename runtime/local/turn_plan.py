@@ -16,6 +16,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from pal_core.contract import StepRef
+from pal_core.contract.fixed import (
+    asked_variables,
+    computed_condition,
+)
 from pal_core.contract.turn import Callee, CalleeKind, TurnContext, describe_turn
 from pal_core.errors import PalError
 from pal_core.flow import END, EdgeKind, PlaybookFlow
@@ -24,10 +28,12 @@ from pal_core.ir import (
     Argument,
     Call,
     JsonValue,
+    Opcode,
     Playbook,
     PlaybookKind,
     Program,
     Step,
+    TriggerCode,
     YieldKind,
 )
 
@@ -148,30 +154,34 @@ def _yield_words(kind: YieldKind, name: str | None) -> tuple[str, ...]:
 
 def returns_value(step: Step) -> bool:
     """Whether the step's line carries `Return[...]` and the `$__` summary: RET and `YLD return`."""
-    if step.opcode == "RET":
+    if step.opcode == Opcode.RET:
         return True
     return (
-        step.opcode == "YLD" and step.yield_target is not None and step.yield_target.kind is YieldKind.RETURN
+        step.opcode == Opcode.YLD
+        and step.yield_target is not None
+        and step.yield_target.kind is YieldKind.RETURN
     )
 
 
 def queues_call(step: Step) -> bool:
     """Whether the step queues a call whose result the runtime must produce (any callee but speech)."""
-    return step.call is not None and step.call.name not in SPEECH and step.opcode in ("QUE", "EXE")
+    return step.call is not None and step.call.name not in SPEECH and step.opcode in (Opcode.QUE, Opcode.EXE)
 
 
 def writes_call(step: Step) -> bool:
     """Whether the answer writes the step's call on its line: speech anywhere, other calls on QUE and
     EXE steps only (the verifier allows no other call on TNK, CHK, ...)."""
-    return step.call is not None and (step.call.name in SPEECH or step.opcode in ("QUE", "EXE"))
+    return step.call is not None and (step.call.name in SPEECH or step.opcode in (Opcode.QUE, Opcode.EXE))
 
 
 def _dead_end(step: Step) -> bool:
     """A step that ends the turn with a yield no answer can name."""
     target = step.yield_target
-    ends_turn = step.opcode == "YLD" or target is not None
+    ends_turn = step.opcode == Opcode.YLD or target is not None
     return (
-        step.opcode != "RET" and ends_turn and (target is None or not _yield_words(target.kind, target.name))
+        step.opcode != Opcode.RET
+        and ends_turn
+        and (target is None or not _yield_words(target.kind, target.name))
     )
 
 
@@ -198,14 +208,18 @@ class TurnPlan:
         self.steps: dict[str, Step] = dict(self.flow.by_line)
         self.blocked = frozenset(line for line, step in self.steps.items() if _dead_end(step))
         """Lines whose yield target is unknown: no answer through them passes the verifier."""
+        self.fixed = frozenset(line for line, step in self.steps.items() if self._runtime_step(step))
+        """Lines the runtime executes itself (pal_core.contract.fixed): a turn pauses before them with
+        `yld call`, and the runtime computes them; a turn starts at one only when the runtime could not."""
         self.exits: dict[str, StepExit | None] = {}
         self.continuations: dict[str, tuple[str, ...]] = {}
         for line, step in self.steps.items():
-            following = tuple(
+            targets = [
                 target for target in self._targets(line) if target != END and target not in self.blocked
-            )
+            ]
+            following = tuple(target for target in targets if target not in self.fixed)
             self.continuations[line] = following
-            self.exits[line] = self._exit(step, following)
+            self.exits[line] = self._exit(step, following, pauses=len(following) < len(targets))
         self.distance = self._distances()
         """Fewest steps from a line to a turn end the program itself calls for (math.inf: none)."""
         self.entries: tuple[str, ...] = self._entries()
@@ -213,7 +227,15 @@ class TurnPlan:
         self.budget = self.limits.max_steps
         """The most steps a turn may execute."""
         self.variables = _variable_kinds(self.playbook, context.values, context.declared_types)
-        """Every variable the answer may set, with the kind of value it holds."""
+        """Every variable the answer may name, with the kind of value it holds."""
+        asked: set[str] = set()
+        if context.last_line is not None and context.last_line in self.steps:
+            asked = asked_variables(self.steps[context.last_line])
+        self.writable = tuple(
+            name for name in self.variables if name not in context.program_variables or name in asked
+        )
+        """Variables a Var line before the first step may set: not the program's own (pal_core.contract.fixed),
+        unless the step that ended the last turn asked for them."""
         self.existing = tuple(
             dict.fromkeys([*(parameter.name for parameter in self.playbook.parameters), *context.variables])
         )
@@ -228,21 +250,30 @@ class TurnPlan:
             and callee.name != self.playbook.name
         )
         self.triggers: tuple[StepRef, ...] = tuple(
-            info.ref for info in context.triggers.values() if info.ref.code in ("CND", "EVT")
+            info.ref
+            for info in context.triggers.values()
+            if info.ref.code in (TriggerCode.CND, TriggerCode.EVT)
         )
 
     def _targets(self, line: str) -> list[str]:
         return [edge.target for edge in self.flow.edges_from(line)]
 
-    def _exit(self, step: Step, following: tuple[str, ...]) -> StepExit | None:
+    def _runtime_step(self, step: Step) -> bool:
+        """Whether a turn pauses before the step for the runtime to decide it: a guard whose condition the
+        program computes (the grammar cannot know its outcome: the turn's own steps may change what it
+        reads). Values the program computes may be written (the runtime's value stands; the verifier
+        replaces what differs), and calls are written exactly as the program writes them."""
+        return computed_condition(step)
+
+    def _exit(self, step: Step, following: tuple[str, ...], *, pauses: bool = False) -> StepExit | None:
         target = step.yield_target
-        if step.opcode == "RET":
+        if step.opcode == Opcode.RET:
             return StepExit(words=("return",), mandatory=True)
         if target is not None:
             return StepExit(words=_yield_words(target.kind, target.name), mandatory=True)
         words: list[str] = []
-        if queues_call(step):
-            words.append("call")
+        if queues_call(step) or pauses:
+            words.append("call")  # the runtime runs the calls, or a step of its own, and asks again
         falls_off = any(
             edge.target == END and edge.kind is EdgeKind.RETURN for edge in self.flow.edges_from(step.line)
         )
@@ -469,3 +500,12 @@ def argument_text(argument: Argument) -> str:
     if argument.kind is ArgKind.VARIABLE:
         return f"${argument.value}"
     return argument.text
+
+
+def program_message(call: Call) -> bool:
+    """Whether a speech call's message is the program's own (a literal or a `$variable`), not words."""
+    return not call.natural and all(
+        argument.kind in (ArgKind.LITERAL, ArgKind.VARIABLE)
+        or (index == 0 and argument.kind is ArgKind.EXPRESSION and argument.text.isidentifier())
+        for index, argument in enumerate(call.arguments)
+    )
