@@ -221,7 +221,7 @@ async def apply_round(
         if call.name in verified.approvals and not await ask_approval(
             execution, call, call_id, playbook=playbook.name
         ):
-            results.append(f"{call.name} was refused by the user; it did not run")
+            results.append(f"{call.name} did not run: the user did not approve it")
             continue
         made.append(call_key(call))  # made, whatever it returns: the same call again would do the same
         try:

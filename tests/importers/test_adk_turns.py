@@ -9,6 +9,7 @@ same final session state, the same reply, and as many model calls on both sides.
 from __future__ import annotations
 
 import datetime
+import json
 
 import anyio
 import pytest
@@ -126,5 +127,5 @@ async def test_an_instruction_is_computed_for_each_turn_as_adk_computes_it(attri
     assert same(expected, actual), (expected, actual)
     # ADK's system instruction is the agent's instruction, then ADK's own identity lines.
     adk_instruction = adk_model.requests[0].config.system_instruction.split("\n\nYou are an agent.")[0]
-    pal_variables = pal_model.requests[0].messages[-1].content  # the prompt shows $instruction's value
-    assert f"'instruction': {adk_instruction!r}" in pal_variables
+    pal_state = pal_model.requests[0].messages[-1].content  # the prompt shows $instruction's value
+    assert f"$instruction:str = {json.dumps(adk_instruction, ensure_ascii=False)}" in pal_state

@@ -28,11 +28,6 @@ SEED = 7
 MINUTES = 30 * 60  # a busy 2-core machine needs minutes per model turn; the budget is in calls, not time
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the bundled model has no grammar for react turns yet (helper 'core' is adding it): its first "
-    "answer to Respond is not in the contract (PAL200), so the run stops with a RunError",
-)
 async def test_an_imported_adk_agent_with_two_tools_ends_cleanly_on_the_bundled_model() -> None:
     program = import_adk("tests.fixtures.adk.llm:weather", strict=True).program
     tracer = Tracer()
@@ -52,12 +47,6 @@ async def test_an_imported_adk_agent_with_two_tools_ends_cleanly_on_the_bundled_
     assert sum(event.event == "model_call" for event in tracer.events) <= 8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the chair's speaker choice is not yet one constrained step on the bundled model (helper 'core' is "
-    "making it so): its answer runs on through the chair's bookkeeping steps with values of its own, and the "
-    "turn it gives goes to a speaker name that is not one",
-)
 async def test_an_imported_selector_team_of_three_assistants_ends_cleanly_on_the_bundled_model() -> None:
     program = import_autogen("tests.fixtures.autogen.tool_teams:selector_trio", strict=True).program
     tracer = Tracer()
