@@ -141,7 +141,7 @@ def evaluate_tree(node: ast.AST, variables: Mapping[str, Any], limits: ValueLimi
     """Evaluate a parsed expression; NotEvaluable for anything outside the safe subset, ComputationFailed
     when the computation fails, ValueTooLarge for a result over the limits."""
     try:
-        return _Evaluator(variables, limits or DEFAULT_VALUE_LIMITS).eval(node)
+        return _Evaluator(variables, limits or DEFAULT_VALUE_LIMITS).value_of(node)
     except (NotEvaluable, ComputationFailed, ValueTooLarge):
         raise
     except RecursionError:
@@ -163,7 +163,7 @@ class _Evaluator:
         self.variables = variables
         self.limits = limits
 
-    def eval(self, node: ast.AST) -> Any:
+    def value_of(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
@@ -174,8 +174,8 @@ class _Evaluator:
                 return _CONSTANT_NAMES[node.id]
             raise NotEvaluable(f"unknown variable ${node.id}")
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            left = self.eval(node.left)
-            right = self.eval(node.right)
+            left = self.value_of(node.left)
+            right = self.value_of(node.right)
             op = type(node.op)
             if op in _GROWING and not (
                 # Adding or multiplying two small numbers cannot outgrow anything: skip the estimate.
@@ -188,7 +188,7 @@ class _Evaluator:
                 self._check_binary(node, left, right)
             return _BINARY[op](left, right)
         if isinstance(node, ast.UnaryOp):
-            operand = self.eval(node.operand)
+            operand = self.value_of(node.operand)
             if isinstance(node.op, ast.Not):
                 return not operand
             if isinstance(node.op, ast.USub):
@@ -202,47 +202,48 @@ class _Evaluator:
             if isinstance(node.op, ast.And):
                 result: Any = True
                 for value in node.values:
-                    result = self.eval(value)
+                    result = self.value_of(value)
                     if not result:
                         return result
                 return result
             result = False
             for value in node.values:
-                result = self.eval(value)
+                result = self.value_of(value)
                 if result:
                     return result
             return result
         if isinstance(node, ast.Compare):
-            left = self.eval(node.left)
+            left = self.value_of(node.left)
             for op, comparator in zip(node.ops, node.comparators, strict=True):
-                right = self.eval(comparator)
+                right = self.value_of(comparator)
                 if not _COMPARE[type(op)](left, right):
                     return False
                 left = right
             return True
         if isinstance(node, ast.IfExp):
-            return self.eval(node.body if self.eval(node.test) else node.orelse)
+            return self.value_of(node.body if self.value_of(node.test) else node.orelse)
         if isinstance(node, (ast.List, ast.Tuple)):
-            items = [self.eval(item) for item in node.elts]
+            items = [self.value_of(item) for item in node.elts]
             self._check_built(node, items)
             return items if isinstance(node, ast.List) else tuple(items)
         if isinstance(node, ast.Dict):
             if any(key is None for key in node.keys):
                 raise NotEvaluable("dict unpacking")
             mapping = {
-                self.eval(key): self.eval(value) for key, value in zip(node.keys, node.values, strict=True)
+                self.value_of(key): self.value_of(value)
+                for key, value in zip(node.keys, node.values, strict=True)
             }  # type: ignore[arg-type]
             self._check_built(node, mapping)
             return mapping
         if isinstance(node, ast.Subscript):
-            container = self.eval(node.value)
+            container = self.value_of(node.value)
             if isinstance(node.slice, ast.Slice):
                 parts = [
-                    None if part is None else self.eval(part)
+                    None if part is None else self.value_of(part)
                     for part in (node.slice.lower, node.slice.upper, node.slice.step)
                 ]
                 return container[slice(*parts)]
-            return container[self.eval(node.slice)]
+            return container[self.value_of(node.slice)]
         if isinstance(node, ast.JoinedStr):
             text = "".join(self._format_part(part, node) for part in node.values)
             check_size(0, len(text), self.limits, _describe(node))
@@ -251,8 +252,8 @@ class _Evaluator:
             name = node.func.id
             if node.keywords and name not in ("sorted", "round", "min", "max"):
                 raise NotEvaluable("keyword arguments")
-            args = [self.eval(arg) for arg in node.args]
-            kwargs = {kw.arg: self.eval(kw.value) for kw in node.keywords if kw.arg is not None}
+            args = [self.value_of(arg) for arg in node.args]
+            kwargs = {kw.arg: self.value_of(kw.value) for kw in node.keywords if kw.arg is not None}
             if args and name in ("str", "int"):
                 self._check_conversion(node, name, args[0])
             return _FUNCTIONS[name](*args, **kwargs)
@@ -290,7 +291,7 @@ class _Evaluator:
         if isinstance(part, ast.Constant):
             return str(part.value)
         if isinstance(part, ast.FormattedValue):
-            value = self.eval(part.value)
+            value = self.value_of(part.value)
             spec = (
                 "".join(self._format_part(p, whole) for p in part.format_spec.values)
                 if part.format_spec
