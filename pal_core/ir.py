@@ -363,6 +363,9 @@ class Metadata:
     """Playbook execution: `playbook` (steps), `react` or `raw` (a prompt without steps)."""
     python: str | None = None
     """For a Python playbook bound by import path: `module:qualname`."""
+    returns_schema: Mapping[str, JsonValue] | None = None
+    """The JSON Schema the playbook's value must fit, beyond its return type (a structured reply: an
+    imported agent's response format); a react round's value is checked against it and constrained by it."""
     remote: RemoteSpec | None = None
     """For a remote agent: how to reach it."""
     extra: Mapping[str, JsonValue] = field(default_factory=dict)

@@ -51,6 +51,12 @@ def _str_list(value: Any) -> tuple[str, ...]:
     raise TypeError("must be a list of strings")
 
 
+def _json_schema(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        return value
+    raise TypeError("must be a JSON Schema (a mapping such as {type: object, properties: ...})")
+
+
 def _number(value: Any) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
@@ -67,6 +73,7 @@ _METADATA_FIELDS: dict[str, Callable[[Any], Any]] = {
     "startup_mode": _str,
     "execution_mode": _str,
     "python": _str,
+    "returns_schema": _json_schema,
 }
 
 _REMOTE_FIELDS: dict[str, Callable[[Any], Any]] = {
@@ -147,6 +154,8 @@ def metadata_to_yaml(metadata: Metadata) -> dict[str, Any]:
         value = getattr(metadata, key)
         if value is not None:
             data[key] = value
+    if metadata.returns_schema is not None:
+        data["returns_schema"] = dict(metadata.returns_schema)
     if metadata.remote is not None:
         data["remote"] = remote_to_yaml(metadata.remote)
     for key, value in metadata.extra.items():

@@ -21,6 +21,7 @@ from runtime.calls import invoke_call
 from runtime.errors import CallError, PlaybookFailed, RunError
 from runtime.expressions import coerce
 from runtime.models.base import ChatMessage, ModelRequest, RequestKind, TurnShape
+from runtime.schema import json_value, schema_problems
 from runtime.support_modules import is_support_binding
 from runtime.turns import ask_approval
 
@@ -80,7 +81,9 @@ async def react_loop(execution: Execution, playbook: Playbook) -> Any:
             except ContractViolation as error:
                 problems = [violation.format() for violation in error.violations]
             else:
-                break
+                problems = returned_problems(verified, playbook, agent.state.variables)
+                if not problems:
+                    break
             attempts += 1
             services.trace(
                 agent, "violation", playbook=playbook.name, model_call=call_id, detail="; ".join(problems)
@@ -166,7 +169,11 @@ def react_messages(
         parts.append("## Tools\n" + "\n".join(lines))
     else:
         parts.append("## Tools\n(none: answer with Return[...])")
-    if playbook.returns:
+    schema = playbook.metadata.returns_schema
+    if schema is not None:
+        shown = json.dumps(schema, ensure_ascii=False)
+        parts.append(f"## Value\n{playbook.name} returns a JSON object that fits this JSON Schema: {shown}")
+    elif playbook.returns:
         parts.append(f"## Value\n{playbook.name} returns {playbook.returns}.")
     if shape.examples:
         parts.append("## Example answers (format only)\n" + shape.examples)
@@ -246,6 +253,27 @@ async def apply_round(
         answer = await execution.wait_for_user()
         results.append(f"The user answered: {answer}")
     return "\n".join(results) or "No calls were made.", False, None
+
+
+def returned_problems(verified: VerifiedRound, playbook: Playbook, variables: Any) -> list[str]:
+    """V22: a value that does not fit the playbook's `returns_schema` (a structured reply), each problem
+    naming the field. Checked here, after the contract's own rules, because JSON Schema is the runtime's
+    (pal_core checks types, not schemas); the round is rejected and asked again, as LangGraph's and the
+    ADK's structured output ask the model again with the validation error."""
+    schema = playbook.metadata.returns_schema
+    if schema is None or verified.yield_target is not YieldKind.RETURN:
+        return []
+    returned = verified.returned
+    span = returned.span if returned is not None else None
+    where = f"answer line {span.line}: " if span is not None else ""
+    title = schema.get("title") or "the playbook's returns_schema"
+    if returned is None or not returned.raw.strip():
+        return [f"V22 {where}Return[...] needs a value with the fields of {title}"]
+    value = json_value(_value_of(returned.raw, returned.value, variables))
+    return [
+        f"V22 {where}the value does not fit {title}: {problem}"
+        for problem in schema_problems(value, schema, "value")
+    ]
 
 
 def _value_of(raw: str, value: Any, variables: Any) -> Any:

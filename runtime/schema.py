@@ -184,12 +184,15 @@ def returns_value(playbook: Playbook) -> bool:
 
 
 def output_schema(playbook: Playbook) -> JsonSchema | None:
-    """The tool output schema: `{"result": <return type>}` for a typed return, None otherwise."""
+    """The tool output schema: `{"result": <return type>}` for a typed return (its `returns_schema` when it
+    declares one), None otherwise."""
     if not returns_value(playbook):
         return None
+    declared = playbook.metadata.returns_schema
+    result = dict(declared) if declared is not None else json_schema_for_type(playbook.returns)
     return {
         "type": "object",
-        "properties": {RESULT_KEY: json_schema_for_type(playbook.returns)},
+        "properties": {RESULT_KEY: result},
         "required": [RESULT_KEY],
     }
 

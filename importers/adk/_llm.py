@@ -134,7 +134,9 @@ class LlmWriter:
             "state: follow it.",
             "$conversation is the conversation so far, oldest first, as `author: text` lines: answer its last "
             "message, calling your tools (the other playbooks of this agent) when they help.",
-            "Return your reply to the user as text.",
+            "Return your reply to the user as text."
+            if agent.output_schema is None
+            else "Return your reply as a JSON object that fits this playbook's returns_schema: Return[{...}].",
         ]
         if targets:
             notes.append(
@@ -147,9 +149,9 @@ class LlmWriter:
                 Parameter(name="instruction", type="str"),
                 Parameter(name="conversation", type="list"),
             ),
-            returns="str",
+            returns="str" if agent.output_schema is None else "dict",
             description=safe_description(text),
-            metadata=Metadata(execution_mode="react"),
+            metadata=Metadata(execution_mode="react", returns_schema=agent.output_schema),
             notes=numbered_notes(notes),
         )
 

@@ -181,6 +181,9 @@ class Agent:
     """LLM: its tools."""
     output_key: str | None = None
     """LLM: the state key its reply is written to."""
+    output_schema: dict[str, Any] | None = None
+    """LLM: the JSON Schema of its reply (ADK's `output_schema`, a pydantic model): the reply is a JSON object
+    of it."""
     include_contents: str = "default"
     """LLM: `default` (the conversation) or `none` (the user's message only)."""
     transfer_targets: tuple[str, ...] = ()

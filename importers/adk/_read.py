@@ -226,14 +226,29 @@ class TreeReader:
             dynamic_instruction=dynamic,
             tools=tuple(tool for item in value.tools for tool in self.tools(item, value, path)),
             output_key=value.output_key,
+            output_schema=self._output_schema(value, subject),
             include_contents=value.include_contents,
             transfer_targets=_transfer_targets(value),
             model=str(model or ""),
         )
 
+    def _output_schema(self, value: Any, subject: str) -> dict[str, Any] | None:
+        """ADK's `output_schema` as the JSON Schema of the reply (the react playbook's `returns_schema`)."""
+        schema = getattr(value, "output_schema", None)
+        if schema is None:
+            return None
+        to_schema = getattr(schema, "model_json_schema", None)
+        if not callable(to_schema):
+            self.findings.add(
+                AGENT_FEATURE,
+                f"{subject}, field output_schema",
+                f"{schema!r} is not a pydantic model; the reply is not checked against it",
+            )
+            return None
+        return to_schema()
+
     def _llm_features(self, value: Any, subject: str) -> None:
         for field, message in (
-            ("output_schema", "the reply is not checked against the schema; the instruction must ask for it"),
             ("input_schema", "the arguments of the agent used as a tool are not checked against the schema"),
             ("planner", "PAL's turns are planned by the contract, not by an ADK planner"),
             ("generate_content_config", "sampling settings are the PAL run's, not these"),

@@ -25,8 +25,6 @@ which Run set up (the ADK importer's `$session` works the same way).
 
 from __future__ import annotations
 
-import json
-
 from importers.common.diagnostics import Findings
 from importers.common.emit import AgentParts, numbered_notes
 from importers.common.naming import camel_case, safe_description
@@ -105,8 +103,8 @@ def write_agent_turn(
     if typed is not None:
         notes[1] = (
             "Call your tools when they help; each call returns the tool's result. When you have the answer, "
-            f"return it as a JSON object with the fields of {typed['name']}: Return[{{...}}]. Its JSON Schema: "
-            f"{json.dumps(typed['json_schema'], ensure_ascii=False)}"
+            f"return it as a JSON object with the fields of {typed['name']}: Return[{{...}}] (its schema is "
+            "the playbook's returns_schema)."
         )
     if any(tool.name.startswith("transfer_") for tool in agent.tools):
         notes.append(
@@ -119,7 +117,11 @@ def write_agent_turn(
             parameters=(Parameter(name="conversation", type="list"),),
             returns="dict" if typed is not None else "str",
             description=safe_description(agent.prompt or "You are a helpful assistant."),
-            metadata=Metadata(execution_mode="react", model_callable=False),
+            metadata=Metadata(
+                execution_mode="react",
+                model_callable=False,
+                returns_schema=typed["json_schema"] if typed is not None else None,
+            ),
             notes=numbered_notes(notes),
         )
     )

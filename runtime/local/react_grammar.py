@@ -2,11 +2,11 @@
 
 From the round's description: only the playbook's tools, each with its own parameters in order (keyword
 form, required ones always, optional ones optional), values of each parameter's type or a `$variable` that
-exists; at most three calls, then `yld call`; or the playbook's value, of its type, then `yld return` (a
-round may make calls first: they run, then the playbook returns); or a question to the user, then `yld
-user`, when someone can answer. A tool an earlier round called is not offered again (its result is in the
-state), and the last round the budget allows must answer. Every text is bounded, so
-an answer is at most a few hundred tokens.
+exists; at most three calls, then `yld call`; or the playbook's value, of its type (the fields of its
+`returns_schema` when it has one: runtime.local.schema_grammar), then `yld return` (a round may make calls
+first: they run, then the playbook returns); or a question to the user, then `yld user`, when someone can
+answer. A tool an earlier round called is not offered again (its result is in the state), and the last
+round the budget allows must answer. Every text is bounded, so an answer is at most a few hundred tokens.
 
     plan – <text>
     `$get_weather = GetWeather(city="Paris")`
@@ -22,6 +22,7 @@ from pal_core.contract.react import ReactTurn, Tool
 from runtime.local.gbnf import RuleSet, alternatives, char_class, literal, rule_name
 from runtime.local.grammar import heard_numbers
 from runtime.local.grammar_text import TextRules
+from runtime.local.schema_grammar import SchemaValues
 from runtime.local.turn_plan import TurnLimits, ValueKind, value_kind
 
 MAX_CALLS = 3
@@ -71,8 +72,12 @@ class _ReactGrammar(TextRules):
         return f"{first}{literal('Return[')} {value} {literal(']')} {_NEWLINE} {literal('yld return')}"
 
     def _returned(self) -> str:
-        kind = value_kind(self.turn.returns)
-        options = [self._value_of(kind, self.limits.say_chars)]
+        schema = self.turn.playbook.metadata.returns_schema
+        if schema is not None:  # a structured reply: the schema's fields, of their types
+            string = self._value_of(ValueKind.STRING, self.limits.string_chars)
+            options = [SchemaValues(self.rules, schema, string=string).rule("returned-value", schema)]
+        else:
+            options = [self._value_of(value_kind(self.turn.returns), self.limits.say_chars)]
         options += [literal(f"${name}") for name in self._results()]
         return self.rules.define("returned", alternatives(options))
 

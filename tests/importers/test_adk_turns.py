@@ -129,3 +129,31 @@ async def test_an_instruction_is_computed_for_each_turn_as_adk_computes_it(attri
     adk_instruction = adk_model.requests[0].config.system_instruction.split("\n\nYou are an agent.")[0]
     pal_state = pal_model.requests[0].messages[-1].content  # the prompt shows $instruction's value
     assert f"$instruction:str = {json.dumps(adk_instruction, ensure_ascii=False)}" in pal_state
+
+
+async def test_a_structured_reply_is_the_schemas_object_in_the_state_as_adk_keeps_it() -> None:
+    """ADK's `output_schema`: the reply is a JSON object of the schema, kept as a dict under `output_key`;
+    the imported Respond has the schema as its `returns_schema`, so a reply that does not fit is asked
+    again (V22) and never reaches the state."""
+    from tests.fixtures.adk import structured
+
+    grade = {"letter": "B", "score": 84, "passed": True}
+    program = import_target("tests.fixtures.adk.structured:grader_agent", strict=True).program
+    respond = program.agents[0].playbook("Respond")
+    assert respond is not None and respond.metadata.returns_schema is not None
+    adk_model = llm.ScriptedLlm(responses=[llm.text(json.dumps(grade))])
+    pal_model = ScriptedModel(
+        [
+            'Return[{"letter": "E", "score": 84, "passed": true}]\nyld return',  # E is not a grade
+            f"Return[{json.dumps(grade)}]\nyld return",
+        ]
+    )
+    with anyio.fail_after(RUN_SECONDS):
+        expected = await adk_outcome(structured.grader(adk_model), "My essay about bees.", {})
+        actual = await pal_outcome(program, "My essay about bees.", {}, model=pal_model, calls=2)
+    assert same(expected, actual), (expected, actual)
+    assert actual["state"]["grade"] == grade
+    assert (
+        "V22" in pal_model.requests[1].messages[-1].content
+        and "letter" in pal_model.requests[1].messages[-1].content
+    )

@@ -129,4 +129,5 @@ async def test_create_agents_response_format_is_a_typed_return_ending_in_langgra
     assert actual["structured_response"] == react_shapes.WeatherReport(**report)
     respond = imported(target).agents[0].playbook("Respond")
     assert respond is not None and respond.returns == "dict"
-    assert any('"degrees"' in note.text for note in respond.notes)  # the schema, for the model
+    schema = respond.metadata.returns_schema  # the schema: checked (V22), shown, and under the local grammar
+    assert schema is not None and schema["required"] == ["city", "sunny", "degrees"]

@@ -560,6 +560,13 @@ def test_ordered_lists_tabs_and_lazy_continuations() -> None:
         ("# A\n<!-- open\n", 2, 1, "PAL007", "never closed"),
         ("# A\n```python\ndef f(:\n```\n", 3, 7, "PAL008", "syntax error"),
         ("# A\nmetadata:\n  public: maybe\n---\n", 3, 3, "PAL006", "'public' must be true or false"),
+        (
+            "# A\n## P\nmetadata:\n  returns_schema: 3\n---\n",
+            4,
+            3,
+            "PAL006",
+            "'returns_schema' must be a JSON Schema",
+        ),
         ("# A\n## P\n### Steps\n- Try again\n", 4, 3, "PAL020", "nothing to go back to"),
         ("# A\n## P\n### Steps\n- Say hi\n- Go back to step 7\n", 5, 3, "PAL020", "no step 7"),
         (

@@ -189,3 +189,87 @@ async def test_a_rejected_round_runs_nothing_and_is_asked_again() -> None:
     assert value == "Order 42 shipped."
     retry = model.requests[1].messages[-1].content
     assert "Purge may only be" in retry or "Purge is not a tool" in retry
+
+
+REPORTER = parse(
+    """# Reporter
+Reports the weather.
+
+## Main($city:str) -> dict
+### Triggers
+T1:BGN At the beginning
+### Steps
+01:EXE $report = Report(city=$city)
+02:RET $report
+
+## Report($city:str) -> dict
+metadata:
+  execution_mode: react
+  returns_schema:
+    title: WeatherReport
+    type: object
+    properties:
+      city:
+        type: string
+      sunny:
+        type: boolean
+      degrees:
+        type: integer
+    required: [city, sunny, degrees]
+---
+Report the weather of $city.
+"""
+)
+
+
+async def test_a_value_that_does_not_fit_the_returns_schema_is_rejected_naming_the_field() -> None:
+    """As LangGraph's and the ADK's structured output ask the model again with the validation error."""
+    model = ScriptedModel(
+        [
+            'plan – x\nReturn[{"city": "Paris", "sunny": "yes", "degrees": 21}]\nyld return',
+            'plan – x\nReturn[{"city": "Paris", "sunny": true, "degrees": 21}]\nyld return',
+        ]
+    )
+    value = await run_playbook(REPORTER, "Main", "Paris", model=model)
+    assert value == {"city": "Paris", "sunny": True, "degrees": 21}
+    retry = model.requests[1].messages[-1].content
+    assert "V22 answer line 2: the value does not fit WeatherReport" in retry and "sunny" in retry
+    assert "degrees" not in retry.split("V22", 1)[1].split("\n", 1)[0]  # only the field that is wrong
+
+
+async def test_a_round_that_keeps_breaking_the_returns_schema_stops_the_run_with_v22() -> None:
+    from runtime.errors import RunError
+
+    bad = 'plan – x\nReturn[{"city": "Paris"}]\nyld return'
+    with pytest.raises(RunError, match="V22") as raised:
+        await run_playbook(
+            REPORTER, "Main", "Paris", model=ScriptedModel([bad] * 3), limits=RunLimits(max_retries=1)
+        )
+    assert "sunny" in str(raised.value)
+
+
+def test_the_grammar_gives_a_returns_schema_value_its_fields_of_their_types() -> None:
+    agent = REPORTER.agents[0]
+    playbook = agent.playbook("Report")
+    assert playbook is not None
+    turn = describe_react(
+        agent, playbook, variables={"city": "str"}, values={"city": "Paris"}, plumbing=_plumbing
+    )
+    grammar = parse_gbnf(build_react_grammar(turn))
+    fitting = 'plan – x\nReturn[{"city": "Paris", "sunny": true, "degrees": 21}]\nyld return'
+    assert grammar.accepts(fitting)
+    for answer in (
+        'plan – x\nReturn[{"city": "Paris", "sunny": "yes", "degrees": 21}]\nyld return',
+        'plan – x\nReturn[{"city": "Paris"}]\nyld return',
+        'plan – x\nReturn["sunny"]\nyld return',
+    ):
+        assert not grammar.accepts(answer), answer
+
+
+def test_the_served_output_schema_is_the_returns_schema() -> None:
+    from runtime.schema import output_schema
+
+    playbook = REPORTER.agents[0].playbook("Report")
+    assert playbook is not None
+    schema = output_schema(playbook)
+    assert schema is not None and schema["properties"]["result"]["title"] == "WeatherReport"
