@@ -9,7 +9,6 @@ from collections.abc import Container, Iterable
 
 _WORD_RE = re.compile(r"[A-Za-z0-9]+")
 _CAMEL_SPLIT_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_HEADER_LINE_RE = re.compile(r"(#|```)")
 
 
 def camel_case(name: str) -> str:
@@ -70,10 +69,11 @@ def first_paragraph(text: str) -> str:
 
 
 def safe_description(text: str) -> str:
-    """Text that reads back as description: no header-like or fence lines, no trailing spaces."""
+    """A framework's prompt as a playbook description: its lines as written, without trailing spaces or
+    blank lines around it. Lines that would read as structure (`# Role`, a fence) need nothing here: the
+    writer escapes them and the readers undo it (pal_core.description_text)."""
     lines = [line.rstrip() for line in text.strip().splitlines()]
-    safe = [f" {line}" if _HEADER_LINE_RE.match(line) else line for line in lines]
-    return "\n".join(safe).strip("\n")
+    return "\n".join(lines).strip("\n")
 
 
 __all__ = ["Namer", "camel_case", "first_paragraph", "safe_description", "target_name"]

@@ -131,3 +131,19 @@ def test_an_importer_imports_no_private_module_of_another(framework: str) -> Non
         if name.startswith("importers.") and not name.startswith(own)
     }
     assert foreign == set()
+
+
+def test_a_prompt_with_markdown_headers_and_fences_is_kept_as_written_and_reads_back() -> None:
+    """A framework prompt written in markdown (`# Role`, a fenced example) is the playbook's description
+    exactly: the writer escapes what would read as structure, the parser undoes it."""
+    from importers.common.naming import safe_description
+    from pal_core.ir import Agent, Metadata, Playbook, Program
+    from pal_core.parser import parse
+    from pal_core.writer import write
+
+    prompt = "# Role\nYou are helpful.  \n```python\nprint(1)\n```\n## Rules\n- be brief\n\n"
+    description = safe_description(prompt)
+    assert description == "# Role\nYou are helpful.\n```python\nprint(1)\n```\n## Rules\n- be brief"
+    playbook = Playbook(name="Respond", description=description, metadata=Metadata(execution_mode="react"))
+    program = Program(agents=(Agent(name="Helper", description=description, playbooks=(playbook,)),))
+    assert parse(write(program)) == program
