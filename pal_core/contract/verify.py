@@ -56,7 +56,7 @@ from pal_core.contract.turn import TurnContext
 from pal_core.declared_types import fits_type
 from pal_core.errors import PalError
 from pal_core.flow import END, PlaybookFlow
-from pal_core.ir import ArgKind, Call, Step, YieldKind
+from pal_core.ir import ArgKind, Call, Opcode, Step, YieldKind
 from pal_core.pysource import parse_python
 from pal_core.step_text import python_source
 
@@ -246,7 +246,7 @@ class _Checker:
                 resolved.append(executed)
                 previous = executed
                 if executed.calls and any(
-                    call.name not in SPEECH_CALLS and step.opcode == "QUE" for call in executed.calls
+                    call.name not in SPEECH_CALLS and step.opcode == Opcode.QUE for call in executed.calls
                 ):
                     queued = True
                 if _ends_turn(step, self.flow) and not (_yields_call(step) and not queued):
@@ -386,7 +386,7 @@ class _Checker:
 
     def _executed(self, step: Step, action: StepAction, implied: tuple[str, ...]) -> ExecutedStep:
         entered = cnd_outcome(action.note) if self.flow.is_decision(step.line) else None
-        if entered is not None and step.opcode == "CND" and not step.children:
+        if entered is not None and step.opcode == Opcode.CND and not step.children:
             entered = None  # a CND without a body: nothing to enter
         calls, approvals = self._calls(step, action, with_approvals=True)
         return ExecutedStep(
@@ -398,7 +398,7 @@ class _Checker:
         approvals: list[str] = []
         declared = step.call
         for call in action.calls:
-            if call.name not in SPEECH_CALLS and step.opcode not in ("QUE", "EXE"):
+            if call.name not in SPEECH_CALLS and step.opcode not in (Opcode.QUE, Opcode.EXE):
                 self.add(
                     "V10",
                     f"step {step.line} is {step.opcode}; calls such as {call.name}(...) belong on QUE or EXE steps",
@@ -457,7 +457,11 @@ class _Checker:
         after its yield, it may only decide that it is done.)"""
         step = executed.step
         declared = step.call
-        if declared is None or declared.name not in SPEECH_CALLS or step.opcode not in ("QUE", "EXE"):
+        if (
+            declared is None
+            or declared.name not in SPEECH_CALLS
+            or step.opcode not in (Opcode.QUE, Opcode.EXE)
+        ):
             return
         if step.line in self.flow.until or any(call.name in SPEECH_CALLS for call in executed.calls):
             return
@@ -536,7 +540,7 @@ class _Checker:
         kind = final.target.kind
         declared = step.yield_target
         ahead = self.flow.reachable(step.line, entered=last.entered)
-        if step.opcode == "RET":
+        if step.opcode == Opcode.RET:
             if kind is not YieldKind.RETURN:
                 self.add("V05", f"step {step.line} is RET: end the turn with yld return", final)
             if summary is None:
@@ -557,7 +561,7 @@ class _Checker:
                 kind is YieldKind.MEETING
                 and declared.kind in (YieldKind.USER, YieldKind.CALL)
                 and self.context.in_meeting
-                and step.opcode != "YLD"
+                and step.opcode != Opcode.YLD
             ):
                 # In a meeting the others answer for "the user", and waiting for them also runs what a
                 # `yld call` would have run.
@@ -592,7 +596,7 @@ class _Checker:
 def _ends_turn(step: Step, flow: PlaybookFlow) -> bool:
     """Whether nothing may follow the step in the same answer: a YLD, a RET, or an inline yield (a
     conversation step's yield is optional: it may be done at once)."""
-    if step.opcode in ("YLD", "RET"):
+    if step.opcode in (Opcode.YLD, Opcode.RET):
         return True
     return step.yield_target is not None and step.line not in flow.until
 
@@ -631,7 +635,11 @@ def _data_display(text: str, known: set[str]) -> bool:
 def _yields_call(step: Step) -> bool:
     """A step whose own yield is `call` (an inline `; YLD for call`): with nothing queued it runs nothing,
     so an answer may go on past it."""
-    return step.opcode != "YLD" and step.yield_target is not None and step.yield_target.kind is YieldKind.CALL
+    return (
+        step.opcode != Opcode.YLD
+        and step.yield_target is not None
+        and step.yield_target.kind is YieldKind.CALL
+    )
 
 
 def _with_calls(executed: ExecutedStep, calls: tuple[Call, ...]) -> ExecutedStep:
