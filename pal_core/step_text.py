@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from pal_core.ir import (
+from pal_core.pysource import literal_eval, parse_python
+from pal_core.step_parts import (
     ArgKind,
     Argument,
     Assignment,
@@ -24,7 +25,6 @@ from pal_core.ir import (
     YieldKind,
     YieldTarget,
 )
-from pal_core.pysource import literal_eval, parse_python
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 TYPED_VARIABLE_RE = re.compile(rf"\$({_IDENT})(?::({_IDENT}(?:\[[^\]]*\])?))?")

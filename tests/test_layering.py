@@ -88,3 +88,82 @@ def test_every_support_binding_in_the_programs_resolves_to_a_helper() -> None:
         warnings.simplefilter("ignore", DeprecatedBinding)
         for binding in sorted(bindings):
             assert callable(support_helper(binding)), binding
+
+
+# --- no import cycle at module level ------------------------------------------------------------------
+
+
+def _project_modules() -> dict[str, Path]:
+    modules = {}
+    for package in PROJECT:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _module_level_imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules `name` imports when it is loaded: its top-level imports (inside `if` and `try`
+    too), not those under `if TYPE_CHECKING:` nor inside functions, which run later."""
+    found: set[str] = set()
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.If):
+                test = node.test
+                if (
+                    getattr(test, "id", None) == "TYPE_CHECKING"
+                    or getattr(test, "attr", None) == "TYPE_CHECKING"
+                ):
+                    visit(node.orelse)
+                else:
+                    visit(node.body)
+                    visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                for part in (
+                    node.body,
+                    node.orelse,
+                    node.finalbody,
+                    *(handler.body for handler in node.handlers),
+                ):
+                    visit(part)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package[: len(package) - node.level + 1] if node.level else []
+                module = ".".join([*base, node.module] if node.module else base)
+                for alias in node.names:  # `from pkg import sub` imports the submodule
+                    found.add(f"{module}.{alias.name}" if f"{module}.{alias.name}" in modules else module)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    return found & set(modules)
+
+
+def test_no_import_cycle_at_module_level() -> None:
+    """A cycle makes the import order matter (a name missing half-way through a load); ARCHITECTURE.md
+    promises none. Each cycle is reported with its modules."""
+    modules = _project_modules()
+    graph = {name: _module_level_imports(name, path, modules) for name, path in modules.items()}
+    cycles = []
+    done: set[str] = set()
+    for start in sorted(graph):
+        # Every module reachable from `start` that reaches `start` back is in a cycle with it.
+        reach = _reachable(graph, start)
+        if start in reach and start not in done:
+            cycle = sorted(name for name in reach if name == start or start in _reachable(graph, name))
+            done.update(cycle)
+            cycles.append(cycle)
+    assert not cycles, f"module-level import cycles: {cycles}"
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    reach, frontier = set(), [start]
+    while frontier:
+        for target in graph[frontier.pop()]:
+            if target not in reach:
+                reach.add(target)
+                frontier.append(target)
+    return reach
