@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pal_core.builtins import SPEECH_CALLS
 from pal_core.contract.turn import CalleeKind, TurnContext
 from pal_core.ir import TriggerCode
+from pal_core.node_cache import per_node
 from pal_core.step_text import TYPED_VARIABLE_RE
 from pal_core.writer import write_playbook
 from runtime.models.base import ChatMessage
@@ -88,7 +89,7 @@ def build_messages(
     parts: list[str] = [f"# Agent {agent.klass} (id {agent.id}{named})"]
     if agent.ir.description:
         parts.append(agent.ir.description)
-    parts.append("## The playbook you are executing\n```pal\n" + write_playbook(playbook).rstrip() + "\n```")
+    parts.append("## The playbook you are executing\n```pal\n" + _playbook_text(playbook) + "\n```")
     callable_lines = _callables(context)
     if callable_lines:
         parts.append("## Playbooks you can call\n" + "\n".join(callable_lines))
@@ -185,14 +186,21 @@ def _state(
     return text
 
 
-def _read_by(playbook: Any) -> set[str]:
+@per_node
+def _read_by(playbook: Any) -> frozenset[str]:
     """The variables a playbook's turns read: its parameters and every `$name` its steps and notes write."""
     names = {parameter.name for parameter in playbook.parameters}
     for step in playbook.all_steps():
         names.update(match.group(1) for match in TYPED_VARIABLE_RE.finditer(step.text))
     for note in playbook.notes:
         names.update(match.group(1) for match in TYPED_VARIABLE_RE.finditer(note.text))
-    return names
+    return frozenset(names)
+
+
+@per_node
+def _playbook_text(playbook: Any) -> str:
+    """The playbook as the prompt shows it (the canonical PAL text; the same every turn)."""
+    return write_playbook(playbook).rstrip()
 
 
 def _clip(text: str, limit: int) -> str:

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
 from pal_core.builtins import BUILTINS, BuiltinKind
 from pal_core.contract.fixed import Evaluate, program_variables
 from pal_core.contract.model import StepRef
 from pal_core.flow import PlaybookFlow
 from pal_core.ir import Agent, JsonValue, Playbook, PlaybookKind, Program
+from pal_core.node_cache import per_node
 from pal_core.step_text import declared_variables
 
 
@@ -223,18 +225,20 @@ def _attendees(agent: Agent, playbook: Playbook, in_meeting: bool) -> tuple[str,
     return (agent.name, *declared) if declared else ()
 
 
-def _program_variables(agent: Agent, playbook: Playbook) -> dict[str, str]:
+@per_node
+def _program_variables(agent: Agent, playbook: Playbook) -> Mapping[str, str]:
     """The variables the program sets itself, over every playbook of the agent (variables are the agent's),
     with the running playbook's parameters."""
     steps = [step for candidate in agent.playbooks for step in candidate.all_steps()]
     if playbook not in agent.playbooks:
         steps.extend(playbook.all_steps())
-    return program_variables(steps, [parameter.name for parameter in playbook.parameters])
+    return MappingProxyType(program_variables(steps, [parameter.name for parameter in playbook.parameters]))
 
 
-def agent_variables(agent: Agent) -> dict[str, str | None]:
+@per_node
+def agent_variables(agent: Agent) -> Mapping[str, str | None]:
     """Every variable an agent's playbooks name (parameters, call results, assignments, `$x` in step
-    text), with the type declared for it anywhere, or None."""
+    text), with the type declared for it anywhere, or None (computed once per agent; read-only)."""
     found: dict[str, str | None] = {}
 
     def note(name: str, declared: str | None) -> None:
@@ -247,7 +251,7 @@ def agent_variables(agent: Agent) -> dict[str, str | None]:
         # Call results and assignments are written in the step text (`$x:int = Count()`): one collector.
         for name, declared in declared_variables(step.text for step in playbook.all_steps()).items():
             note(name, declared)
-    return found
+    return MappingProxyType(found)
 
 
 def _own_kind(playbook: Playbook) -> CalleeKind:
