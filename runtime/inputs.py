@@ -169,6 +169,8 @@ def check_arguments(
 def _non_finite(value: Any, where: str) -> list[tuple[str, float]]:
     """Every NaN or infinity inside `value`, with where it is. Iterative: an argument nested without end
     (from an MCP client, say) must not exhaust the stack; its depth is the value budgets' to refuse."""
+    if not _has_non_finite(value):  # the usual case, found without building a path for every item
+        return []
     found: list[tuple[str, float]] = []
     pending: list[tuple[Any, str]] = [(value, where)]
     while pending:
@@ -181,6 +183,25 @@ def _non_finite(value: Any, where: str) -> list[tuple[str, float]]:
         elif isinstance(item, (list, tuple)):
             pending.extend((inner, f"{at}[{index}]") for index, inner in enumerate(item))
     return sorted(found, key=lambda pair: pair[0])
+
+
+def _has_non_finite(value: Any) -> bool:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is float:
+            if not math.isfinite(item):
+                return True
+        elif kind is dict or isinstance(item, Mapping):
+            pending.extend(item.values())
+        elif kind is list or kind is tuple or isinstance(item, (list, tuple)):
+            pending.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return True
+    return False
 
 
 __all__ = [

@@ -111,7 +111,30 @@ def measure(value: Any, limits: ValueLimits, what: object = "the value") -> tupl
     pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
         current, depth = pending.pop()
-        if isinstance(current, str):
+        kind = type(current)
+        if kind is str:  # exact types first: most of a large value is strings in dicts and lists
+            characters += len(current)
+        elif (kind is dict or kind is list) and depth < MAX_NESTING:
+            items += len(current)
+            if items > max_items:
+                break
+            if kind is dict:
+                for key, item in current.items():
+                    if type(key) is str:
+                        characters += len(key)
+                    else:
+                        pending.append((key, depth + 1))
+                    if type(item) is str:
+                        characters += len(item)
+                    else:
+                        pending.append((item, depth + 1))
+            else:
+                for item in current:
+                    if type(item) is str:
+                        characters += len(item)
+                    else:
+                        pending.append((item, depth + 1))
+        elif isinstance(current, str):
             characters += len(current)
         elif isinstance(current, bool) or current is None or isinstance(current, float):
             characters += _SCALAR_CHARACTERS

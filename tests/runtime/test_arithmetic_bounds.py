@@ -157,3 +157,38 @@ def test_random_arithmetic_over_huge_operands_is_bounded(worker: Worker, express
 )
 def test_the_findings_of_the_issue_are_refused(worker: Worker, expression: str) -> None:
     assert worker.evaluate(expression) == ("refused", "ValueTooLarge")
+
+
+def _measured_plainly(value, scalar: int) -> tuple[int, int]:
+    """What runtime.value_limits.measure counts, written the obvious way (the reference)."""
+    from runtime.value_limits import int_digits
+
+    if isinstance(value, str):
+        return 0, len(value)
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return 0, scalar
+    if isinstance(value, int):
+        return 0, int_digits(value)
+    parts = [*value.keys(), *value.values()] if isinstance(value, dict) else list(value)
+    items, characters = len(value), 0
+    for part in parts:
+        inner_items, inner_characters = _measured_plainly(part, scalar)
+        items += inner_items
+        characters += inner_characters
+    return items, characters
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=8), inner, max_size=6),
+    max_leaves=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_the_size_of_a_value_is_counted_as_the_plain_reference_counts_it(value) -> None:
+    from runtime.value_limits import _SCALAR_CHARACTERS, ValueLimits, measure
+
+    unlimited = ValueLimits(max_items=None, max_string_length=None, max_int_digits=None)
+    assert measure(value, unlimited) == _measured_plainly(value, _SCALAR_CHARACTERS)
