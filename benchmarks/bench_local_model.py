@@ -356,34 +356,24 @@ def _record(name: str, replies: list[str]) -> list[Turn]:
     model = resolve_model("local/smollm2")
     recorded: list[Turn] = []
 
-    from runtime.models.base import Model
+    from runtime.models.base import ObservedModel
 
-    class Recording(Model):
-        name = model.name
-
-        async def prepare(self) -> None:
-            await model.prepare()
-
-        def turn_shaping(self):  # type: ignore[no-untyped-def]
-            return model.turn_shaping()
-
-        async def complete(self, request):  # type: ignore[no-untyped-def]
-            recorded.append(
-                Turn(
-                    program=name,
-                    messages=[{"role": m.role, "content": m.content} for m in request.messages],
-                    grammar=request.grammar,
-                    max_tokens=request.max_tokens,
-                    temperature=request.temperature,
-                    seed=request.seed,
-                    stable_prefix=request.stable_prefix,
-                )
+    def keep(request) -> None:  # type: ignore[no-untyped-def]
+        recorded.append(
+            Turn(
+                program=name,
+                messages=[{"role": m.role, "content": m.content} for m in request.messages],
+                grammar=request.grammar,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                seed=request.seed,
+                stable_prefix=request.stable_prefix,
             )
-            return await model.complete(request)
+        )
 
     run = ProgramRun(
         load(EXAMPLES / name),
-        model=Recording(),
+        model=ObservedModel(model, keep),
         human=ScriptedHuman(replies),
         limits=RunLimits(seed=7, max_model_calls=12, max_retries=2),
     )

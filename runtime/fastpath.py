@@ -132,19 +132,29 @@ async def _call_or_assignment(
 _NOT_COMPUTED = object()
 
 
+def computed_value(execution: Execution, frame: Frame, step: Step, expression: str) -> Any:
+    """The value of `expression`, a computation of `step` the program writes (`$y * 2`, `"urgent"`), or
+    _NOT_COMPUTED when the runtime cannot compute it (the model must). A computation that fails fails the
+    step."""
+    variables = execution.agent.state.variables
+    try:
+        return evaluate(expression, variables.snapshot(), variables.limits)
+    except ComputationFailed as error:
+        raise step_failed(execution, frame, step, expression, error) from None
+    except NotEvaluable:
+        return _NOT_COMPUTED
+
+
 def assigned_value(execution: Execution, frame: Frame, step: Step) -> Any:
     """Compute and store a step's assignment (`$x:int = $y * 2`); returns the value stored, or _NOT_COMPUTED
     when the runtime cannot compute it (the model must). A computation that fails fails the step."""
     assignment = step.assignment
     if assignment is None:
         return _NOT_COMPUTED
+    value = computed_value(execution, frame, step, assignment.expression)
+    if value is _NOT_COMPUTED:
+        return value
     variables = execution.agent.state.variables
-    try:
-        value = evaluate(assignment.expression, variables.snapshot(), variables.limits)
-    except ComputationFailed as error:
-        raise step_failed(execution, frame, step, assignment.expression, error) from None
-    except NotEvaluable:
-        return _NOT_COMPUTED
     target = assignment.target
     declared = target.type or variables.type_of(target.name)
     value = coerce(value, declared, variables.limits)
@@ -153,7 +163,7 @@ def assigned_value(execution: Execution, frame: Frame, step: Step) -> Any:
 
 
 def is_computed(value: Any) -> bool:
-    """Whether `assigned_value` stored a value."""
+    """Whether `computed_value` computed (or `assigned_value` stored) a value."""
     return value is not _NOT_COMPUTED
 
 

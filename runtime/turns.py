@@ -20,8 +20,8 @@ from pal_core.messaging import MessagingError
 from runtime.calls import invoke_call
 from runtime.control import Control
 from runtime.errors import RunError
-from runtime.expressions import ComputationFailed, NotEvaluable, coerce, contract_evaluator, evaluate
-from runtime.fastpath import assigned_value, guard_holds, is_computed, step_failed
+from runtime.expressions import coerce, contract_evaluator
+from runtime.fastpath import assigned_value, computed_value, guard_holds, is_computed
 from runtime.models.base import ChatMessage, ModelRequest, TurnShape
 from runtime.prompt import build_messages, retry_message
 from runtime.value_limits import ValueTooLarge, check_value
@@ -353,14 +353,10 @@ def _program_guards(
 
 def _program_return(execution: Execution, frame: Frame, step: Any) -> Any:
     """The value of a RET step the program computes (`RET "urgent"`); a computation that fails fails it."""
-    variables = execution.agent.state.variables
-    try:
-        value = evaluate(step.text, variables.snapshot(), variables.limits)
-    except ComputationFailed as error:
-        raise step_failed(execution, frame, step, step.text, error) from None
-    except NotEvaluable:
+    value = computed_value(execution, frame, step, step.text)
+    if not is_computed(value):
         return _NOT_RETURNED
-    return coerce(value, frame.playbook.returns, variables.limits)
+    return coerce(value, frame.playbook.returns, execution.agent.state.variables.limits)
 
 
 async def _flush_calls(execution: Execution, frame: Frame) -> None:

@@ -70,26 +70,16 @@ async def run_shape(shape: Shape, seed: int, *, temperature: float = TEMPERATURE
     from runtime.api import run_playbook
     from runtime.loader import load
     from runtime.models import resolve_model
-    from runtime.models.base import Model, RequestKind
+    from runtime.models.base import ObservedModel, RequestKind
     from runtime.program_run import RunLimits
     from runtime.trace import Tracer
 
     model = resolve_model("local/smollm2")
     requests: list[Any] = []
 
-    class Recording(Model):
-        name = model.name
-
-        async def prepare(self) -> None:
-            await model.prepare()
-
-        def turn_shaping(self):  # type: ignore[no-untyped-def]
-            return model.turn_shaping()
-
-        async def complete(self, request):  # type: ignore[no-untyped-def]
-            if request.kind is RequestKind.REACT:
-                requests.append(request)
-            return await model.complete(request)
+    def keep_react(request: Any) -> None:
+        if request.kind is RequestKind.REACT:
+            requests.append(request)
 
     tracer = Tracer()
     limits = RunLimits(seed=seed, temperature=temperature, max_model_calls=MODEL_CALLS, max_retries=1)
@@ -98,7 +88,7 @@ async def run_shape(shape: Shape, seed: int, *, temperature: float = TEMPERATURE
         await run_playbook(
             load(SHAPES / shape.file),
             shape.playbook,
-            model=Recording(),
+            model=ObservedModel(model, keep_react),
             limits=limits,
             tracer=tracer,
             **shape.arguments,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
@@ -194,6 +194,37 @@ class _WithoutCapabilities(Model):
 
     def __repr__(self) -> str:
         return repr(self.inner)
+
+
+class ObservedModel(Model):
+    """Another model, with every capability of it, that shows each request to `observe` before it is
+    answered (tests and benchmarks keep the requests a run made: what it asked, under which grammar)."""
+
+    __slots__ = ("inner", "observe")
+
+    def __init__(self, inner: Model, observe: Callable[[ModelRequest], None]) -> None:
+        self.inner = inner
+        self.observe = observe
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.observe(request)
+        return await self.inner.complete(request)
+
+    async def prepare(self) -> None:
+        await self.inner.prepare()
+
+    def turn_shaping(self) -> TurnShaping | None:
+        return self.inner.turn_shaping()
+
+    def resume_thread(self, answered: int) -> None:
+        self.inner.resume_thread(answered)
+
+    def __repr__(self) -> str:
+        return f"ObservedModel({self.inner!r})"
 
 
 def with_capabilities(model: Any) -> Model:

@@ -126,3 +126,20 @@ def test_a_bad_answers_file_names_the_line(tmp_path: Path, content: str, expecte
 def test_a_missing_answers_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=r"cannot read scripted answers from .*nowhere\.jsonl"):
         ScriptedModel.from_jsonl(tmp_path / "nowhere.jsonl")
+
+
+async def test_an_observed_model_shows_each_request_and_keeps_the_inner_models_capabilities() -> None:
+    from runtime.local.shaping import local_turn_shaping
+    from runtime.models.base import ChatMessage, ModelRequest, ObservedModel
+
+    inner = ScriptedModel(["first", "second"], shaping=local_turn_shaping())
+    seen: list[ModelRequest] = []
+    observed = ObservedModel(inner, seen.append)
+    requests = [ModelRequest(messages=(ChatMessage(role="user", content=text),)) for text in ("a", "b")]
+    answers = [(await observed.complete(request)).text for request in requests]
+    assert answers == ["first", "second"] and seen == requests
+    assert observed.name == inner.name and observed.turn_shaping() is inner.turn_shaping()
+    assert list(inner.requests) == requests
+    resumed = ObservedModel(ScriptedModel(["x", "y"]), seen.append)
+    resumed.resume_thread(1)  # passed on: the script goes on after its first answer
+    assert (await resumed.complete(requests[0])).text == "y"
