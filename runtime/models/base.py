@@ -196,22 +196,18 @@ class _WithoutCapabilities(Model):
         return repr(self.inner)
 
 
-class ObservedModel(Model):
-    """Another model, with every capability of it, that shows each request to `observe` before it is
-    answered (tests and benchmarks keep the requests a run made: what it asked, under which grammar)."""
+class WrappedModel(Model):
+    """A model around another (`inner`) that has the inner model's name and capabilities; a subclass changes
+    how a request is answered (`complete`)."""
 
-    __slots__ = ("inner", "observe")
-
-    def __init__(self, inner: Model, observe: Callable[[ModelRequest], None]) -> None:
-        self.inner = inner
-        self.observe = observe
+    inner: Model
 
     @property
     def name(self) -> str:
+        """The inner model's name: a wrapper does not change which model answers."""
         return self.inner.name
 
     async def complete(self, request: ModelRequest) -> ModelResponse:
-        self.observe(request)
         return await self.inner.complete(request)
 
     async def prepare(self) -> None:
@@ -222,6 +218,19 @@ class ObservedModel(Model):
 
     def resume_thread(self, answered: int) -> None:
         self.inner.resume_thread(answered)
+
+
+class ObservedModel(WrappedModel):
+    """Another model that shows each request to `observe` before it is answered (tests and benchmarks keep
+    the requests a run made: what it asked, under which grammar)."""
+
+    def __init__(self, inner: Model, observe: Callable[[ModelRequest], None]) -> None:
+        self.inner = with_capabilities(inner)
+        self.observe = observe
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        self.observe(request)
+        return await self.inner.complete(request)
 
     def __repr__(self) -> str:
         return f"ObservedModel({self.inner!r})"

@@ -10,7 +10,14 @@ import asyncio
 import math
 from dataclasses import dataclass
 
-from runtime.models.base import Model, ModelError, ModelRequest, ModelResponse, TurnShaping, with_capabilities
+from runtime.models.base import (
+    Model,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    WrappedModel,
+    with_capabilities,
+)
 
 
 class ModelTimeout(ModelError):
@@ -123,7 +130,7 @@ class CallLimiter:
         return LimitedModel(model, self)
 
 
-class LimitedModel(Model):
+class LimitedModel(WrappedModel):
     """A Model that answers through a CallLimiter; made by `CallLimiter.wrap`. Its capabilities are the
     inner model's."""
 
@@ -133,23 +140,9 @@ class LimitedModel(Model):
         self.limiter = limiter
         """The limiter every call goes through."""
 
-    @property
-    def name(self) -> str:
-        """The inner model's name: limits do not change which model answers."""
-        return self.inner.name
-
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Ask the inner model through the limiter."""
         return await self.limiter.complete(self.inner, request)
-
-    async def prepare(self) -> None:
-        await self.inner.prepare()
-
-    def turn_shaping(self) -> TurnShaping | None:
-        return self.inner.turn_shaping()
-
-    def resume_thread(self, answered: int) -> None:
-        self.inner.resume_thread(answered)
 
     def __repr__(self) -> str:
         return f"LimitedModel({self.inner!r}, limits={self.limiter.limits!r})"
