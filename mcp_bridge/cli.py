@@ -20,8 +20,8 @@ from runtime.serving.options import (
     add_log_arguments,
     add_run_arguments,
     positive,
+    served_program,
     serving_limits,
-    serving_model,
     serving_token,
 )
 
@@ -123,7 +123,6 @@ def _serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from pal_core.errors import PalError
-    from runtime.loader import load_valid
 
     token = serving_token(args.token, TOKEN_ENV)
     problem = _option_problem(args, token)
@@ -136,10 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     configure(args.log_level, args.log_format, command="mcp")
     try:
-        program, warnings = load_valid(args.program)
-        for warning in warnings:
-            print(f"pal mcp: {warning.format(show_source=False)}", file=sys.stderr)
-        model = serving_model(args.model)
+        program, model = served_program(args.program, args.model, command="mcp")
     except (PalError, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

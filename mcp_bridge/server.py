@@ -119,17 +119,11 @@ class PlaybookServer:
 
     async def not_ready(self) -> str | None:
         """Why the server cannot take calls now (not open, stopping, its store not answering), or None."""
-        if self._server is None or not self.host.is_open:
+        if self._server is None:
             return "the server is not open"
         if self._stop.is_set():
             return "the server is shutting down"
-        store = self.host.opened_store
-        if store is not None:
-            try:
-                await store.ping()
-            except (PalError, OSError) as error:
-                return f"the store does not answer: {error}"
-        return None
+        return await self.host.not_ready()
 
     async def __aenter__(self) -> PlaybookServer:
         await self.open()

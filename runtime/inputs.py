@@ -82,7 +82,7 @@ def parse_json_object(text: str, *, option: str = "--input") -> dict[str, Any]:
     """`parse_json`, for a JSON object (InputError naming `option` for any other value)."""
     value = parse_json(text, option=option)
     if not isinstance(value, dict):
-        kind = _json_kind(value)
+        kind = json_kind(value)
         raise InputError(f"{option} must be a JSON object such as '{{\"x\": 1}}', got {kind}")
     return value
 
@@ -99,7 +99,8 @@ def _place(text: str, position: int) -> str:
     return f"line {line}, column {column}" if "\n" in text else f"column {column}"
 
 
-def _json_kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in words, for messages (`an array`, `a string`, `a number`)."""
     if isinstance(value, list):
         return "an array"
     if isinstance(value, str):

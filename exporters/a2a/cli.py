@@ -18,8 +18,8 @@ from runtime.serving.options import (
     add_lease_arguments,
     add_log_arguments,
     add_run_arguments,
+    served_program,
     serving_limits,
-    serving_model,
     serving_token,
 )
 
@@ -78,7 +78,6 @@ def _serve(args: argparse.Namespace) -> int:
     import asyncio
 
     from pal_core.errors import PalError
-    from runtime.loader import load_valid
     from runtime.serving.http import ExposureRefused
     from runtime.serving.logs import configure
 
@@ -97,10 +96,7 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     configure(args.log_level, args.log_format, command="a2a")
     try:
-        program, warnings = load_valid(args.program)
-        for warning in warnings:
-            print(f"pal a2a: {warning.format(show_source=False)}", file=sys.stderr)
-        model = serving_model(args.model)
+        program, model = served_program(args.program, args.model, command="a2a")
     except (PalError, OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -31,6 +31,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import ParseDict
 
+from runtime.inputs import json_kind
 from runtime.schema import json_value
 from runtime.serving.playbooks import ServedPlaybook
 
@@ -110,7 +111,7 @@ def _data_call(value: Any, skills: Mapping[str, ServedPlaybook], entry: ServedPl
     if not isinstance(value, dict):
         raise MessageRefused(
             f'a data part must be an object such as {{"{SKILL_KEY}": "<skill>", "{ARGUMENTS_KEY}": {{...}}}}, '
-            f"got {_kind(value)}"
+            f"got {json_kind(value)}"
         )
     if SKILL_KEY not in value:
         if entry is None:
@@ -127,7 +128,9 @@ def _data_call(value: Any, skills: Mapping[str, ServedPlaybook], entry: ServedPl
         )
     arguments = value.get(ARGUMENTS_KEY, {})
     if not isinstance(arguments, dict):
-        raise MessageRefused(f"{ARGUMENTS_KEY!r} of skill {name!r} must be an object, got {_kind(arguments)}")
+        raise MessageRefused(
+            f"{ARGUMENTS_KEY!r} of skill {name!r} must be an object, got {json_kind(arguments)}"
+        )
     return SkillCall(served=served, arguments=arguments, by_text=False)
 
 
@@ -166,18 +169,6 @@ def _value(value: struct_pb2.Value) -> Any:
 def _part_kind(part: pb.Part) -> str:
     kind = part.WhichOneof("content")
     return kind or "empty"
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "true or false"
-    if value is None:
-        return "null"
-    return "a number"
 
 
 def _whole_numbers(value: Any) -> Any:

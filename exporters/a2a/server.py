@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 from exporters.a2a import TOKEN_ENV, require_sdk
 from exporters.a2a.runs import TaskRun, calls_log
-from pal_core.errors import PalError
 from pal_core.ir import Agent, Program
 from runtime.errors import ProgramError
 from runtime.models.base import Model
@@ -167,17 +166,11 @@ class A2AServer:
 
     async def not_ready(self) -> str | None:
         """Why the server cannot take tasks now (not open, stopping, its store not answering), or None."""
-        if self._handler is None or not self.host.is_open:
+        if self._handler is None:
             return "the server is not open"
         if self._stop.is_set():
             return "the server is shutting down"
-        store = self.host.opened_store
-        if store is not None:
-            try:
-                await store.ping()
-            except (PalError, OSError) as error:
-                return f"the store does not answer: {error}"
-        return None
+        return await self.host.not_ready()
 
     def request_stop(self, reason: str = "the server is shutting down") -> None:
         """Stop serving: new messages are refused, the calls in progress end (their tasks stay unfinished in

@@ -39,6 +39,7 @@ from typing import Any
 
 import anyio
 
+from pal_core.errors import PalError
 from pal_core.ir import Agent, Playbook, Program
 from pal_core.messaging import StreamObserver
 from runtime.errors import ProgramError
@@ -261,6 +262,19 @@ class PlaybookHost:
     def opened_store(self) -> Store | None:
         """The store the calls are recorded in, once open (None without one)."""
         return self._calls.store if self._calls is not None else None
+
+    async def not_ready(self) -> str | None:
+        """Why the host cannot take calls now (not open, its store not answering), or None: what a
+        server's `/readyz` reports, with the server's own reasons before it."""
+        if not self.is_open:
+            return "the server is not open"
+        store = self.opened_store
+        if store is not None:
+            try:
+                await store.ping()
+            except (PalError, OSError) as error:
+                return f"the store does not answer: {error}"
+        return None
 
     async def close(self) -> None:
         """Stop the runs and close remote connections and the store; idempotent."""

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from runtime.commands.budgets import add_budget_arguments, budget_limits
 from runtime.commands.options import count, port, seconds
 
 if TYPE_CHECKING:
+    from pal_core.ir import Program
     from runtime.models.base import Model
     from runtime.program_run import RunLimits
 
@@ -106,6 +108,17 @@ def serving_model(spec: str | None) -> Model | None:
     if spec is None and not os.environ.get(MODEL_ENV, "").strip():
         return None
     return resolve_model(spec)
+
+
+def served_program(path: str, model: str | None, *, command: str) -> tuple[Program, Model | None]:
+    """The program a serving command serves, validated, its warnings printed on stderr as `pal <command>:`
+    lines, and its model (`serving_model`). PalError, OSError or ValueError when either cannot be had."""
+    from runtime.loader import load_valid
+
+    program, warnings = load_valid(path)
+    for warning in warnings:
+        print(f"pal {command}: {warning.format(show_source=False)}", file=sys.stderr)
+    return program, serving_model(model)
 
 
 def serving_limits(args: argparse.Namespace) -> RunLimits:

@@ -22,7 +22,7 @@ from pal_core.parser import parse
 from runtime.session.view import read_state
 from runtime.store import ThreadStatus, open_store
 from tests.mcp_bridge.helpers import PAL, REPO, text_of
-from tests.runtime.store.postgres_cluster import PostgresCluster, find_binaries
+from tests.runtime.store.postgres_cluster import PostgresCluster, running_cluster
 
 pytestmark = pytest.mark.anyio
 
@@ -92,16 +92,8 @@ async def test_a_thread_named_without_a_store_is_a_tool_error() -> None:
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresCluster]:
-    binaries = find_binaries()
-    if binaries is None:
-        pytest.skip("PostgreSQL is not installed (initdb/postgres); .ci/run installs Debian's postgresql")
-    pytest.importorskip("psycopg", reason="psycopg 3 is not installed: pip install 'pal-bridge[postgres]'")
-    cluster = PostgresCluster(binaries)
-    cluster.start()
-    try:
+    with running_cluster() as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @asynccontextmanager

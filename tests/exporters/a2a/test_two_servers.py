@@ -21,7 +21,7 @@ from anyio.streams.text import TextReceiveStream
 
 from runtime.store import open_store
 from tests.exporters.a2a.helpers import A2A_FIXTURES, DESK, artifact_value, collect, over_http, skill, text
-from tests.runtime.store.postgres_cluster import PostgresCluster, find_binaries
+from tests.runtime.store.postgres_cluster import PostgresCluster, running_cluster
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -34,16 +34,8 @@ LEASE = 4.0
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[PostgresCluster]:
-    binaries = find_binaries()
-    if binaries is None:
-        pytest.skip("PostgreSQL is not installed (initdb/postgres); .ci/run installs Debian's postgresql")
-    pytest.importorskip("psycopg", reason="psycopg 3 is not installed: pip install 'pal-bridge[postgres]'")
-    cluster = PostgresCluster(binaries)
-    cluster.start()
-    try:
+    with running_cluster() as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 class Served:

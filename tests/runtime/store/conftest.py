@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from runtime.store import ProgramRef, Store, open_store
-from tests.runtime.store.postgres_cluster import PostgresCluster, find_binaries
+from tests.runtime.store.postgres_cluster import PostgresCluster, running_cluster
 
 STORE_KINDS: tuple[str, ...] = ("memory", "sqlite", "postgres")
 """The stores every conformance test runs against. A store registered from outside runs the same suite:
@@ -35,19 +35,8 @@ _schemas = itertools.count(1)
 
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
-    binaries = find_binaries()
-    if binaries is None:
-        pytest.skip(
-            "PostgreSQL is not installed (no initdb/postgres on PATH or in /usr/lib/postgresql/*/bin); "
-            "install Debian's postgresql package (.ci/run does)"
-        )
-    pytest.importorskip("psycopg", reason="psycopg 3 is not installed: pip install 'pal-bridge[postgres]'")
-    cluster = PostgresCluster(binaries)
-    cluster.start()
-    try:
+    with running_cluster() as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ then where Debian's `postgresql` package puts them (`/usr/lib/postgresql/<versio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -16,6 +17,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,3 +203,24 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_cluster() -> Iterator[PostgresCluster]:
+    """A cluster started for the duration and stopped by its own pid; the test asking for it is skipped,
+    saying why, where PostgreSQL's binaries or psycopg are missing."""
+    import pytest
+
+    binaries = find_binaries()
+    if binaries is None:
+        pytest.skip(
+            "PostgreSQL is not installed (no initdb/postgres on PATH or in /usr/lib/postgresql/*/bin); "
+            "install Debian's postgresql package (.ci/run does)"
+        )
+    pytest.importorskip("psycopg", reason="psycopg 3 is not installed: pip install 'pal-bridge[postgres]'")
+    cluster = PostgresCluster(binaries)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
