@@ -2,9 +2,9 @@
 
 Where a node of an imported graph calls a chat model inside its Python (`llm.invoke(...)`,
 `llm.bind_tools(tools).invoke(...)`, `llm.with_structured_output(Plan).invoke(...)`, a model made inside
-the node by `init_chat_model`), PAL cannot turn the call into a playbook, but it can answer it: while
-`run_node` runs the node (`serving`), every LangChain chat model call it makes is answered by the run's
-model (`pal run --model`, the bundled local model by default), counted against the run's budget and kept by
+the node by `init_chat_model`, even for a provider whose package is not installed), PAL cannot turn the
+call into a playbook, but it can answer it: while `run_node` runs the node (`serving`), every LangChain chat
+model call it makes is answered by the run's model (`pal run --model`, the bundled local model by default), counted against the run's budget and kept by
 its recorder. The node's own model object is reached without editing the user's code: LangChain sends every
 chat call through `BaseChatModel._generate_with_cache` / `_agenerate_with_cache`, which `install` wraps
 once; the wrapper answers from the run's model while a node is being served and leaves every other call
@@ -493,7 +493,29 @@ def install() -> None:
                 return protocol_streaming(self, *args, **kwargs)
 
             BaseChatModel._should_use_protocol_streaming = _should_use_protocol_streaming  # type: ignore[method-assign]
+        _serve_model_factory()
         _INSTALLED = True
+
+
+def _serve_model_factory() -> None:
+    """A node that makes its model with `init_chat_model("anthropic:...")` while served gets a RunChatModel:
+    the provider's package (and its key) are not needed, since the run's model answers every call anyway.
+    `init_chat_model` looks its helper up when called, so graphs that imported `init_chat_model` by name
+    are served too; outside a served node the helper is LangChain's own."""
+    try:
+        from langchain.chat_models import base as chat_models
+    except ImportError:  # langchain-core without langchain: no init_chat_model to serve
+        return
+    make = getattr(chat_models, "_init_chat_model_helper", None)
+    if make is None:
+        return
+
+    def _init_chat_model_helper(model: str, *, model_provider: str | None = None, **kwargs: Any) -> Any:
+        if _SERVED.get() is not None:
+            return run_chat_model()
+        return make(model, model_provider=model_provider, **kwargs)
+
+    chat_models._init_chat_model_helper = _init_chat_model_helper  # type: ignore[attr-defined]
 
 
 def run_chat_model() -> Any:

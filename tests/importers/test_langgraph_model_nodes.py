@@ -119,3 +119,37 @@ async def test_the_nodes_own_provider_is_never_called(monkeypatch: pytest.Monkey
     )
     state = await _run(scripted, TEXT)
     assert state["headline"] == "SUNNY" and scripted.calls == 3
+
+
+@pytest.mark.anyio
+async def test_a_model_made_from_a_provider_string_inside_the_node_is_answered_by_the_run_model() -> None:
+    """`init_chat_model("anthropic:...")` in the node, with no anthropic package installed: while the node
+    is served the factory gives a chat model the run's model answers, tools bound and called as LangGraph
+    calls them; outside a served node it is LangChain's own factory (which needs the package)."""
+    from tests.fixtures.langgraph import factory_model
+
+    result = import_target("tests.fixtures.langgraph.factory_model:graph")
+    assert [item.code for item in result.diagnostics] == ["LG118"]
+    scripted = ScriptedModel(
+        [
+            '`$r1 = next_train(station="Leeds")`\nyld call',
+            'Return["The next train from Leeds leaves at 10:42."]\nyld return',
+        ]
+    )
+    question = {"messages": [{"role": "user", "content": "When is the next train from Leeds?"}]}
+    with anyio.fail_after(RUN_SECONDS):
+        state = await run_playbook(
+            parse(write(result.program)),
+            "Invoke",
+            model=scripted,
+            limits=RunLimits(max_model_calls=4),
+            input=question,
+        )
+    contents = [message.content for message in state["messages"]]
+    assert contents[-2:] == [
+        "The next train from Leeds leaves at 10:42.",
+        "The next train from Leeds leaves at 10:42.",
+    ]
+    assert "It is now" in scripted.requests[0].messages[0].content
+    with pytest.raises(ImportError, match="langchain-anthropic"):
+        factory_model.init_chat_model(factory_model.MODEL)
